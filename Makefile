@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-2.0
+# kmodlab: see README.md. `make help` lists the targets.
+
+KVER    ?= 6.12
+PROFILE ?= default
+export KVER PROFILE
+
+TOP     := $(CURDIR)
+BUILD   := $(TOP)/build
+KSCRIPT := $(TOP)/scripts/kernel.sh
+
+# KDIR defaults to the cached test kernel; point it at any configured tree
+# (e.g. /lib/modules/$(uname -r)/build) to build for a real host.
+ifeq ($(origin KDIR),undefined)
+KDIR      := $(shell $(KSCRIPT) kdir)
+KDIR_DEP  := kernel
+KBUILDDIR := $(BUILD)/kmod/$(KVER)-$(PROFILE)
+else
+KDIR_DEP  :=
+KBUILDDIR := $(BUILD)/kmod/custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8)
+endif
+# kselftest_harness.h comes from the kernel source tree, never the repo.
+KSRC    ?= $(shell $(KSCRIPT) src)
+
+CC      ?= gcc
+USER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
+	       -I$(TOP)/uapi -I$(TOP)/userspace
+SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
+HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
+		   -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+CLIENTS   := kml-stats
+SELFTESTS := kml_stats_test
+HOSTTESTS := test_kml_stats_logic test_kml_stats_client
+
+.PHONY: all help kernel modules userspace selftests hosttests check demo vm \
+	bench clean distclean
+
+all: modules userspace selftests hosttests
+
+help:
+	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
+	@echo 'make check      everything: host tests, guest selftests, coverage'
+	@echo 'make demo       boot the test kernel, load the modules, run each client'
+	@echo 'make vm         interactive guest shell with the modules built'
+	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug)'
+	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
+
+kernel:
+	$(KSCRIPT) build
+
+# ---- kernel modules, built in a mirror of the sources ----
+modules: $(KDIR_DEP)
+	$(TOP)/scripts/mirror.sh $(TOP) $(KBUILDDIR)
+	$(MAKE) -C $(KDIR) M=$(KBUILDDIR) W=1 KCFLAGS=-Werror $(if $(C),C=$(C)) modules
+
+# ---- userspace ----
+$(BUILD)/bin/kml-stats: userspace/kml-stats.c userspace/kml_stats_parse.c \
+		       userspace/kml_stats_parse.h uapi/linux/kml_stats.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c
+
+userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
+
+$(KSRC)/tools/testing/selftests/kselftest_harness.h:
+	$(KSCRIPT) unpack
+
+$(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c \
+		userspace/kml_stats_parse.c userspace/kml_stats_parse.h \
+		$(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c -lpthread
+
+selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
+
+$(BUILD)/host/test_kml_stats_logic: selftests/host/test_kml_stats_logic.c \
+		modules/kml_stats/kml_stats_logic.c modules/kml_stats/kml_stats_logic.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_stats/kml_stats_logic.c
+
+$(BUILD)/host/test_kml_stats_client: selftests/host/test_kml_stats_client.c \
+		userspace/kml_stats_parse.c userspace/kml_stats_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c
+
+hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
+
+# ---- running ----
+check:
+	$(TOP)/scripts/check.sh
+
+demo:
+	$(TOP)/scripts/demo.sh
+
+vm: all
+	$(TOP)/scripts/vm-run.sh --interactive
+
+clean:
+	rm -rf $(BUILD)
+
+# Also forget the cached kernels (they take minutes to rebuild).
+distclean: clean
+	rm -rf $${XDG_CACHE_HOME:-$$HOME/.cache}/kmodlab

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_stats_apitest - in-kernel test of kml_stats' exported API.
+ *
+ * Userspace cannot call kml_stats_register() with bad arguments, so this
+ * module does, at load time, in the style of the kernel's lib/test_*.c
+ * modules: every check logs on failure and a failed check makes init
+ * return -EINVAL, which the selftest sees as a failed insmod.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/err.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "../include/kml_stats.h"
+
+static int failures;
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		pr_err("check failed at line %d: %s\n", __LINE__, #cond);	\
+		failures++;						\
+	}								\
+} while (0)
+
+static void check_register_errors(void)
+{
+	static const struct kml_stats_desc ok[] = {
+		{ "a", KML_STAT_COUNTER },
+	};
+	static const struct kml_stats_desc dup[] = {
+		{ "x", KML_STAT_COUNTER },
+		{ "x", KML_STAT_HIST },
+	};
+	static const struct kml_stats_desc badname[] = {
+		{ "has space", KML_STAT_COUNTER },
+	};
+	static const struct kml_stats_desc noname[] = {
+		{ NULL, KML_STAT_COUNTER },
+	};
+	static const struct kml_stats_desc badtype[] = {
+		{ "t", (enum kml_stats_type)7 },
+	};
+	struct kml_stats_desc *many;
+	struct kml_stats_set *set, *again;
+	unsigned int i;
+
+	CHECK(PTR_ERR(kml_stats_register(NULL, ok, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("", ok, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("bad/name", ok, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", NULL, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", ok, 0)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", dup, 2)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", badname, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", noname, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", badtype, 1)) == -EINVAL);
+
+	/* 100 histograms need 6600 slots: more than one set may own. */
+	many = kcalloc(100, sizeof(*many), GFP_KERNEL);
+	CHECK(many);
+	if (many) {
+		for (i = 0; i < 100; i++) {
+			many[i].name = "h";
+			many[i].type = KML_STAT_HIST;
+		}
+		CHECK(PTR_ERR(kml_stats_register("apitest", many, 100)) ==
+		      -EINVAL);
+		kfree(many);
+	}
+
+	set = kml_stats_register("apitest", ok, 1);
+	CHECK(!IS_ERR(set));
+	again = kml_stats_register("apitest", ok, 1);
+	CHECK(PTR_ERR(again) == -EEXIST);
+	kml_stats_unregister(set);
+	/* The name is free again once unregistered. */
+	set = kml_stats_register("apitest", ok, 1);
+	CHECK(!IS_ERR(set));
+	kml_stats_unregister(set);
+
+	kml_stats_unregister(NULL);
+	kml_stats_unregister(ERR_PTR(-ENOMEM));
+}
+
+static void check_values(void)
+{
+	static const struct kml_stats_desc desc[] = {
+		{ "count", KML_STAT_COUNTER },
+		{ "lat", KML_STAT_HIST },
+	};
+	struct kml_stats_hist *h;
+	struct kml_stats_set *set;
+
+	set = kml_stats_register("apitest", desc, ARRAY_SIZE(desc));
+	CHECK(!IS_ERR(set));
+	if (IS_ERR(set))
+		return;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	CHECK(h);
+	if (!h)
+		goto out;
+
+	CHECK(kml_stats_read(set, 0) == 0);
+	kml_stats_inc(set, 0);
+	kml_stats_add(set, 0, 41);
+	CHECK(kml_stats_read(set, 0) == 42);
+
+	kml_stats_hist_add(set, 1, 0);
+	kml_stats_hist_add(set, 1, 1);
+	kml_stats_hist_add(set, 1, 1000);
+	kml_stats_hist_add(set, 1, U64_MAX);
+	CHECK(kml_stats_hist_read(set, 1, h) == 0);
+	CHECK(h->count == 4);
+	CHECK(h->sum == 1000);	/* 0 + 1 + 1000 + (2^64 - 1) wraps */
+	CHECK(h->buckets[0] == 1 && h->buckets[1] == 1);
+	CHECK(h->buckets[10] == 1 && h->buckets[64] == 1);
+	kfree(h);
+out:
+	kml_stats_unregister(set);
+}
+
+static int __init kml_stats_apitest_init(void)
+{
+	check_register_errors();
+	check_values();
+	if (failures) {
+		pr_err("%d checks failed\n", failures);
+		return -EINVAL;
+	}
+	pr_info("all checks passed\n");
+	return 0;
+}
+
+static void __exit kml_stats_apitest_exit(void)
+{
+}
+
+module_init(kml_stats_apitest_init);
+module_exit(kml_stats_apitest_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("kmodlab");
+MODULE_DESCRIPTION("kmodlab: in-kernel test of the kml_stats API");

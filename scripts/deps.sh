@@ -1,0 +1,37 @@
+#!/bin/bash
+# Install the Debian/Ubuntu packages a kmodlab target needs.
+#   scripts/deps.sh host|kernel|vm|check   (groups add up)
+# As root: apt-get installs what is missing. As anyone else: print the
+# exact command to run and fail, rather than half-working later.
+set -euo pipefail
+
+KVER=${KVER:-6.12}
+pkgs=()
+for group in "$@"; do
+	case $group in
+	host)	pkgs+=(make gcc libc6-dev) ;;
+	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
+		       libssl-dev cpio kmod perl python3) ;;
+	vm)	pkgs+=(qemu-system-x86) ;;
+	check)	pkgs+=(lcov sparse valgrind) ;;
+	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
+	esac
+done
+
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	[[ $st == ii* ]] || missing+=("$p")
+done
+((${#missing[@]})) || exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "kmodlab needs these packages: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
+	apt-get update >&2
+	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+fi

@@ -1,0 +1,63 @@
+#!/bin/bash
+# PID 1 of the kmodlab test guest (see scripts/vm-run.sh).
+#
+# The root filesystem is the host's, read-only over 9p, so everything the
+# host has (bash, coreutils, kmod, the project's fresh build) runs here
+# unchanged. This script mounts what a system needs, runs the command the
+# host left in the writable "kmlout" share, hands back its exit status,
+# kernel log and gcov counters, and powers off. It must never exit: PID 1
+# exiting is a panic.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export TERM=${TERM:-linux} LANG=C.UTF-8
+repo=${kmodlab_repo:?kmodlab_repo= missing from the kernel command line}
+mode=${kmodlab_mode:-run}
+out=/mnt
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm 2>/dev/null
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /run
+# Writable scratch space, but never over the directory we run from.
+for d in /tmp /var/tmp; do
+	case $repo/ in "$d"/*) continue ;; esac
+	mount -t tmpfs tmpfs "$d"
+done
+mkdir -p /run/home
+export HOME=/run/home TMPDIR=/run
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kmlout "$out"
+ip link set lo up 2>/dev/null
+hostname kmodlab-guest 2>/dev/null
+export KMODLAB_OUT=$out KMODLAB_GUEST=1
+
+cd "$repo" || echo "init: cannot enter $repo" >&2
+if [[ $mode == shell ]]; then
+	echo "kmodlab guest: $(uname -r). Modules: $repo/build/kmod. Exit the shell to power off."
+	setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
+	rc=$?
+else
+	bash "$out/cmd"
+	rc=$?
+fi
+
+# Leaks are only reported after a scan; give kmemleak a chance to find them.
+if [[ -w /sys/kernel/debug/kmemleak ]]; then
+	echo scan > /sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak > "$out/kmemleak.txt"
+fi
+# Coverage counters, kept at their absolute paths for the host to put back.
+(cd /sys/kernel/debug/gcov 2>/dev/null &&
+ find . -name '*.gcda' | while IFS= read -r f; do
+	mkdir -p "$out/gcov/${f%/*}"
+	cat "$f" > "$out/gcov/$f"	# cp fails on debugfs' fake sizes
+ done)
+dmesg > "$out/dmesg.txt"
+echo "$rc" > "$out/status"
+sync
+echo o > /proc/sysrq-trigger
+sleep 60
+echo "init: power-off did not happen" >&2
+while :; do sleep 3600; done

@@ -1,0 +1,24 @@
+#!/bin/bash
+# Runs inside the test guest (via scripts/vm-run.sh): every selftest binary
+# in build/selftests, with the modules from the current build. Output is
+# TAP from kselftest_harness.h; the exit status is non-zero if any failed.
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+export KMODLAB_KO_DIR=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}
+export KMODLAB_BIN=$repo/build/bin
+if [[ ${KMODLAB_GUEST:-0} != 1 ]]; then
+	echo "selftests.sh: run me in the guest: scripts/vm-run.sh scripts/guest/selftests.sh" >&2
+	exit 2
+fi
+rc=0
+for t in "$repo"/build/selftests/*; do
+	[[ -x $t ]] || continue
+	echo "# selftest: ${t##*/}"
+	"$t" || rc=1
+done
+# Leave no kmodlab module behind so their exit paths run (and are counted
+# by gcov) before the guest powers off.
+for m in kml_stats_apitest kml_stats; do
+	grep -q "^$m " /proc/modules && rmmod "$m"
+done
+exit $rc

@@ -1,0 +1,153 @@
+#!/bin/bash
+# Run a command in the kmodlab test kernel under QEMU and return its status.
+#
+#   scripts/vm-run.sh [options] [--] COMMAND [ARG...]
+#   scripts/vm-run.sh --interactive
+#
+# The guest's root is the host's / (read-only 9p), so COMMAND runs from the
+# repository with the host's tools and the project's build. Afterwards:
+#   OUT/console.log  everything the guest printed (kernel and COMMAND)
+#   OUT/dmesg.txt    the guest's kernel log
+#   OUT/status       COMMAND's exit status
+# and every .gcda under the guest's /sys/kernel/debug/gcov is copied back
+# beside its .gcno.
+#
+# Exit status: COMMAND's, unless the run itself went wrong:
+#   124  the guest did not power off within --timeout
+#   125  the kernel log shows a splat (BUG, WARNING, Oops, KASAN, UBSAN,
+#        lockdep, kmemleak, hung task, RCU stall, panic)
+#   255  the guest died without reporting a status (panic, QEMU failure)
+#
+# Options:
+#   --out DIR      results directory (default build/vm/last; emptied first)
+#   --timeout S    seconds before the guest counts as hung (default 900)
+#   --smp N        guest CPUs (default 2)   --mem MB  guest memory (default 1024)
+#   --kernel IMG   bzImage (default: the cached KVER/PROFILE test kernel)
+#   --append ARGS  extra kernel command-line arguments
+#   --interactive  a shell on the console instead of COMMAND
+# KMODLAB_KVM=1 tries KVM first and falls back to TCG if the guest does not
+# come up (KVM does not work on the machine this was developed on).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+out=$repo/build/vm/last
+timeout=900 smp=2 mem=1024 kernel= append= interactive=0
+
+while (($#)); do
+	case $1 in
+	--out)		out=$2; shift 2 ;;
+	--timeout)	timeout=$2; shift 2 ;;
+	--smp)		smp=$2; shift 2 ;;
+	--mem)		mem=$2; shift 2 ;;
+	--kernel)	kernel=$2; shift 2 ;;
+	--append)	append=$2; shift 2 ;;
+	--interactive)	interactive=1; shift ;;
+	--)		shift; break ;;
+	-*)		echo "vm-run: unknown option $1" >&2; exit 2 ;;
+	*)		break ;;
+	esac
+done
+if ((!interactive && $# == 0)); then
+	echo "usage: vm-run.sh [options] [--] COMMAND [ARG...] | --interactive" >&2
+	exit 2
+fi
+
+"$here/deps.sh" vm || exit 2
+if [[ -z $kernel ]]; then
+	kernel=$("$here/kernel.sh" kdir)/arch/x86/boot/bzImage
+fi
+if [[ ! -r $kernel ]]; then
+	echo "vm-run: no test kernel at $kernel: run 'make kernel' first" >&2
+	exit 2
+fi
+case $repo in *[[:space:]]*)
+	echo "vm-run: the repository path must not contain spaces: $repo" >&2
+	exit 2 ;;
+esac
+
+rm -rf "$out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+{
+	printf 'cd %q || exit 1\n' "$repo"
+	printf 'exec'
+	printf ' %q' "$@"
+	printf '\n'
+} > "$out/cmd"
+
+cmdline="console=ttyS0 loglevel=5 panic=-1 root=root rootfstype=9p"
+cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
+cmdline+=" init=$here/guest/init.sh kmodlab_repo=$repo"
+cmdline+=" kmodlab_mode=$( ((interactive)) && echo shell || echo run)"
+[[ -n $append ]] && cmdline+=" $append"
+
+qemu_args=(
+	-cpu max -smp "$smp" -m "$mem"
+	-display none -no-reboot -monitor none
+	-kernel "$kernel" -append "$cmdline"
+	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
+	-device virtio-9p-pci,fsdev=root,mount_tag=root
+	-fsdev local,id=out,path="$out",security_model=none,multidevs=remap
+	-device virtio-9p-pci,fsdev=out,mount_tag=kmlout
+)
+
+run_qemu() { # $1 = accelerator
+	if ((interactive)); then
+		qemu-system-x86_64 -accel "$1" "${qemu_args[@]}" -serial mon:stdio
+		return
+	fi
+	timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1" "${qemu_args[@]}" \
+		-serial stdio </dev/null 2>&1 | tee "$out/console.log"
+	return "${PIPESTATUS[0]}"
+}
+
+t0=$SECONDS
+qrc=0
+if [[ ${KMODLAB_KVM:-0} == 1 && -w /dev/kvm ]]; then
+	run_qemu kvm || qrc=$?
+	if [[ ! -e $out/status ]] && ((qrc != 124)); then
+		echo "vm-run: KVM run failed (status $qrc); retrying under TCG" >&2
+		qrc=0
+		run_qemu tcg || qrc=$?
+	fi
+else
+	run_qemu tcg || qrc=$?
+fi
+secs=$((SECONDS - t0))
+
+# Put the coverage counters back where gcov and lcov look for them.
+if [[ -d $out/gcov ]]; then
+	(cd "$out/gcov" && find . -name '*.gcda') | while IFS= read -r f; do
+		dst=${f#.}
+		[[ -e ${dst%.gcda}.gcno ]] && cp "$out/gcov/$f" "$dst"
+	done
+fi
+
+rc=0
+if ((qrc == 124)); then
+	echo "vm-run: FAIL: the guest did not power off within ${timeout}s" >&2
+	rc=124
+elif [[ ! -s $out/status ]]; then
+	echo "vm-run: FAIL: the guest died without reporting a status (qemu: $qrc)" >&2
+	rc=255
+else
+	rc=$(<"$out/status")
+fi
+
+# Any splat fails the run, even when COMMAND passed.
+log=$out/dmesg.txt
+[[ -s $log ]] || log=$out/console.log
+splat='BUG:|WARNING:|Oops|KASAN|UBSAN|general protection fault|Kernel panic'
+splat+='|possible circular locking|possible recursive locking'
+splat+='|inconsistent lock state|suspicious RCU usage|DEBUG_LOCKS_WARN_ON'
+splat+='|INFO: task .* blocked|rcu_.* detected stall|soft lockup|hard LOCKUP'
+splat+='|kmemleak:.*suspected memory leak|unreferenced object'
+if [[ -e $log ]] && grep -Eq "$splat" "$log" ||
+   grep -Eq "$splat" "$out/kmemleak.txt" 2>/dev/null; then
+	echo "vm-run: FAIL: the guest kernel log has a splat:" >&2
+	grep -Eh -A12 "$splat" "$log" "$out/kmemleak.txt" 2>/dev/null | head -60 >&2
+	((rc == 0)) && rc=125
+fi
+echo "vm-run: guest finished in ${secs}s with status $rc (results in $out)" >&2
+exit "$rc"

@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Selftests for kml_stats, run as root inside the test guest.
+ *
+ * KMODLAB_KO_DIR names the directory holding the built modules/ tree and
+ * KMODLAB_BIN the directory holding the clients; scripts/guest/selftests.sh
+ * sets both. Modules are loaded with finit_module(2) and removed with
+ * delete_module(2) directly so the tests do not depend on kmod's tools.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "../../userspace/kml_stats_parse.h"
+
+#define STATS	"/proc/kmodlab/stats"
+#define CONTROL	"/proc/kmodlab/control"
+#define PARAM	"/sys/module/kml_stats/parameters/demo_counters"
+#define BIG	4000	/* demo counters: makes the file well over 64 KiB */
+
+static const char *ko_path(const char *rel)
+{
+	static char path[4096];
+	const char *dir = getenv("KMODLAB_KO_DIR");
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rel);
+	return path;
+}
+
+static int unload(const char *name)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
+			return 0;
+		if (errno == ENOENT)
+			return 0;
+		if (errno != EAGAIN && errno != EBUSY)
+			return -errno;
+		usleep(20000);
+	}
+	return -EBUSY;
+}
+
+static int load(const char *rel, const char *params)
+{
+	int fd = open(ko_path(rel), O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* (Re)load kml_stats with @params so each test starts from known state. */
+static int reload_stats(const char *params)
+{
+	int ret = unload("kml_stats");
+
+	return ret ? ret : load("modules/kml_stats/kml_stats.ko", params);
+}
+
+/* Reads all of @path in reads of @chunk bytes. Caller frees. */
+static char *slurp(const char *path, size_t chunk, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY);
+	ssize_t r;
+
+	if (fd < 0 || !buf) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	for (;;) {
+		if (cap - n < chunk) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, chunk);
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	close(fd);
+	if (r < 0) {
+		free(buf);
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+static int write_str(const char *path, const char *s, size_t len)
+{
+	int fd = open(path, O_WRONLY), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, s, len) == (ssize_t)len ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+static const struct kml_rec *find(const struct kml_snapshot *s,
+				  const char *set, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->recs[i].set, set) &&
+		    !strcmp(s->recs[i].name, name))
+			return &s->recs[i];
+	return NULL;
+}
+
+static int snap(struct kml_snapshot *s)
+{
+	size_t len, bad;
+	char *text = slurp(STATS, 65536, &len);
+	int ret;
+
+	if (!text)
+		return -EIO;
+	ret = kml_parse_text(text, len, s, &bad);
+	free(text);
+	return ret;
+}
+
+TEST(load_unload)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=3"));
+	ASSERT_EQ(0, stat(STATS, &st));
+	ASSERT_EQ(0, stat(CONTROL, &st));
+	ASSERT_EQ(0, unload("kml_stats"));
+	ASSERT_EQ(-1, stat("/proc/kmodlab", &st));
+	ASSERT_EQ(ENOENT, errno);
+	/* Out-of-range parameters refuse the load rather than clamp. */
+	ASSERT_EQ(-EINVAL, load("modules/kml_stats/kml_stats.ko",
+				"demo_counters=4001"));
+	ASSERT_EQ(-1, stat("/proc/kmodlab", &st));
+	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+}
+
+FIXTURE(big) {
+	char *text;
+	size_t len;
+};
+
+FIXTURE_SETUP(big)
+{
+	char params[64];
+
+	snprintf(params, sizeof(params), "demo_counters=%d self_stats=0", BIG);
+	ASSERT_EQ(0, reload_stats(params));
+	self->text = slurp(STATS, 4096, &self->len);
+	ASSERT_NE(NULL, self->text);
+}
+
+FIXTURE_TEARDOWN(big)
+{
+	free(self->text);
+}
+
+TEST_F(big, content_and_format)
+{
+	struct kml_snapshot s;
+	const struct kml_rec *r;
+	size_t bad = 0;
+	char name[16];
+	int i, k;
+
+	ASSERT_EQ(0, kml_parse_text(self->text, self->len, &s, &bad))
+		TH_LOG("malformed line %zu", bad);
+	ASSERT_EQ(0, strncmp(self->text, "# kmodlab-stats 1\n", 18));
+	/* The demo set and nothing else, since self_stats=0. */
+	ASSERT_EQ(BIG + 1, s.n);
+	for (i = 0; i < BIG; i++) {
+		snprintf(name, sizeof(name), "c%05d", i);
+		r = &s.recs[i];
+		ASSERT_STREQ("demo", r->set);
+		ASSERT_STREQ(name, r->name);
+		ASSERT_EQ(KML_REC_COUNTER, r->type);
+		ASSERT_EQ((uint64_t)i, r->value);
+	}
+	/* values holds 0..BIG-1: 1 zero, then 2^(k-1) values per bucket k. */
+	r = find(&s, "demo", "values");
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(KML_REC_HIST, r->type);
+	ASSERT_EQ((uint64_t)BIG, r->value);
+	ASSERT_EQ((uint64_t)BIG * (BIG - 1) / 2, r->sum);
+	ASSERT_EQ(1, r->buckets[0]);
+	for (k = 1; k <= 11; k++)
+		ASSERT_EQ(1ULL << (k - 1), r->buckets[k]);
+	ASSERT_EQ((uint64_t)BIG - 2048, r->buckets[12]);
+	for (k = 13; k < KML_STATS_HIST_BUCKETS; k++)
+		ASSERT_EQ(0, r->buckets[k]);
+	kml_snapshot_free(&s);
+}
+
+TEST_F(big, read_sizes_give_identical_bytes)
+{
+	static const size_t sizes[] = { 1, 7, 4096, 1 << 20 };
+	size_t i, len;
+	char *t;
+
+	ASSERT_GT(self->len, 65536);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		t = slurp(STATS, sizes[i], &len);
+		ASSERT_NE(NULL, t);
+		EXPECT_EQ(self->len, len) TH_LOG("read size %zu", sizes[i]);
+		EXPECT_EQ(0, memcmp(self->text, t, len < self->len ? len : self->len))
+			TH_LOG("read size %zu", sizes[i]);
+		free(t);
+	}
+}
+
+TEST_F(big, lseek_pread_reread)
+{
+	const size_t offs[] = { 0, 1, 17, 4095, 4096, 65535, 65536, 65537,
+				self->len / 2, self->len - 1, self->len };
+	char buf[5000];
+	size_t i, want;
+	ssize_t r;
+	int fd = open(STATS, O_RDONLY);
+
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		want = self->len - offs[i];
+		if (want > sizeof(buf))
+			want = sizeof(buf);
+		/* pread() may return short at a record boundary: loop. */
+		memset(buf, 0, sizeof(buf));
+		r = pread(fd, buf, want, offs[i]);
+		ASSERT_GE(r, 0);
+		ASSERT_LE((size_t)r, want);
+		if (want)
+			ASSERT_GT(r, 0);
+		EXPECT_EQ(0, memcmp(self->text + offs[i], buf, r))
+			TH_LOG("pread at %zu", offs[i]);
+
+		ASSERT_EQ((off_t)offs[i], lseek(fd, offs[i], SEEK_SET));
+		r = read(fd, buf, want);
+		ASSERT_GE(r, 0);
+		EXPECT_EQ(0, memcmp(self->text + offs[i], buf, r))
+			TH_LOG("lseek+read at %zu", offs[i]);
+	}
+	/* Relative seeks work; seq_file cannot know the size, so no SEEK_END. */
+	ASSERT_EQ(100, lseek(fd, 100, SEEK_SET));
+	ASSERT_EQ(150, lseek(fd, 50, SEEK_CUR));
+	r = read(fd, buf, 10);
+	ASSERT_EQ(10, r);
+	EXPECT_EQ(0, memcmp(self->text + 150, buf, 10));
+	EXPECT_EQ(-1, lseek(fd, 0, SEEK_END));
+	EXPECT_EQ(-1, lseek(fd, -1, SEEK_SET));
+	EXPECT_EQ(EINVAL, errno);
+	/* Past the end: EOF, not an error. */
+	EXPECT_EQ(0, pread(fd, buf, 10, self->len + 1000));
+	/* Back to the start and read it all again: the same bytes. */
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	{
+		size_t n = 0;
+		char *again = malloc(self->len + 1);
+
+		ASSERT_NE(NULL, again);
+		while ((r = read(fd, again + n, self->len + 1 - n)) > 0)
+			n += r;
+		EXPECT_EQ(self->len, n);
+		EXPECT_EQ(0, memcmp(self->text, again, self->len));
+		free(again);
+	}
+	close(fd);
+}
+
+TEST_F(big, reset_as_root)
+{
+	struct kml_snapshot s;
+	const struct kml_rec *r;
+
+	ASSERT_EQ(0, write_str(CONTROL, "reset demo\n", 11));
+	ASSERT_EQ(0, snap(&s));
+	ASSERT_NE(NULL, r = find(&s, "demo", "c03999"));
+	EXPECT_EQ(0, r->value);
+	ASSERT_NE(NULL, r = find(&s, "demo", "values"));
+	EXPECT_EQ(0, r->value);
+	EXPECT_EQ(0, r->sum);
+	for (int k = 0; k < KML_STATS_HIST_BUCKETS; k++)
+		EXPECT_EQ(0, r->buckets[k]);
+	kml_snapshot_free(&s);
+	/* Reset is a baseline: new events count from zero. */
+	ASSERT_EQ(0, write_str(PARAM, "5", 1));
+	ASSERT_EQ(0, write_str(CONTROL, "reset", 5));
+	ASSERT_EQ(0, snap(&s));
+	ASSERT_EQ(6, s.n);
+	for (size_t i = 0; i < s.n; i++)
+		EXPECT_EQ(0, s.recs[i].value);
+	kml_snapshot_free(&s);
+}
+
+TEST_F(big, reset_unprivileged_is_eperm)
+{
+	size_t len;
+	char *after;
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		fd = open(CONTROL, O_WRONLY);
+		if (fd < 0)
+			_exit(11);
+		if (write(fd, "reset\n", 6) != -1)
+			_exit(12);
+		if (errno != EPERM)
+			_exit(13);
+		if (write(fd, "garbage", 7) != -1 || errno != EPERM)
+			_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	after = slurp(STATS, 4096, &len);
+	ASSERT_NE(NULL, after);
+	EXPECT_EQ(self->len, len);
+	EXPECT_EQ(0, memcmp(self->text, after, len));
+	free(after);
+}
+
+TEST_F(big, reset_malformed_changes_nothing)
+{
+	static const struct { const char *s; size_t len; int err; } bad[] = {
+		{ "", 0, EINVAL },
+		{ "rese", 4, EINVAL },
+		{ "RESET", 5, EINVAL },
+		{ "reset  demo", 11, EINVAL },
+		{ "reset\tdemo", 10, EINVAL },
+		{ "reset demo extra", 16, EINVAL },
+		{ "reset demo\n\n", 12, EINVAL },
+		{ "reset ", 6, EINVAL },
+		{ "reset\0demo", 10, EINVAL },
+		{ "reset d/emo", 11, EINVAL },
+		{ "reset abcdefghijklmnopqrstuvwxyz0123456789", 42, EINVAL },
+		{ "reset nosuchset", 15, ENOENT },
+	};
+	char big[300];
+	size_t i, len;
+	char *after;
+	int fd = open(CONTROL, O_WRONLY);
+
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		EXPECT_EQ(-1, write(fd, bad[i].s, bad[i].len))
+			TH_LOG("\"%s\" was accepted", bad[i].s);
+		EXPECT_EQ(bad[i].err, errno) TH_LOG("\"%s\"", bad[i].s);
+	}
+	memset(big, 'x', sizeof(big));
+	EXPECT_EQ(-1, write(fd, big, sizeof(big)));
+	EXPECT_EQ(EINVAL, errno);
+	/* Through syscall() so the compiler does not see the bad pointer. */
+	EXPECT_EQ(-1, syscall(SYS_write, fd, 8UL, 5UL));
+	EXPECT_EQ(EFAULT, errno);
+	close(fd);
+
+	after = slurp(STATS, 4096, &len);
+	ASSERT_NE(NULL, after);
+	EXPECT_EQ(self->len, len);
+	EXPECT_EQ(0, memcmp(self->text, after, len));
+	free(after);
+}
+
+TEST(self_stats_count_opens_and_errors)
+{
+	struct kml_snapshot a, b;
+	const struct kml_rec *ra, *rb;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=2"));
+	ASSERT_EQ(0, snap(&a));
+	ASSERT_EQ(-EINVAL, write_str(CONTROL, "bogus", 5));
+	ASSERT_EQ(0, snap(&b));
+	ASSERT_NE(NULL, ra = find(&a, "kml_stats", "opens"));
+	ASSERT_NE(NULL, rb = find(&b, "kml_stats", "opens"));
+	EXPECT_EQ(ra->value + 1, rb->value);
+	ASSERT_NE(NULL, ra = find(&a, "kml_stats", "control_errors"));
+	ASSERT_NE(NULL, rb = find(&b, "kml_stats", "control_errors"));
+	EXPECT_EQ(ra->value + 1, rb->value);
+	ASSERT_NE(NULL, rb = find(&b, "kml_stats", "read_bytes"));
+	EXPECT_EQ(KML_REC_HIST, rb->type);
+	EXPECT_GT(rb->value, 0);
+	kml_snapshot_free(&a);
+	kml_snapshot_free(&b);
+}
+
+TEST(demo_param_rejects_out_of_range)
+{
+	struct kml_snapshot s;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=10 self_stats=0"));
+	EXPECT_EQ(-EINVAL, write_str(PARAM, "4001", 4));
+	EXPECT_EQ(-EINVAL, write_str(PARAM, "-1", 2));
+	EXPECT_EQ(-EINVAL, write_str(PARAM, "ten", 3));
+	ASSERT_EQ(0, snap(&s));
+	EXPECT_EQ(11, s.n);
+	kml_snapshot_free(&s);
+	ASSERT_EQ(0, write_str(PARAM, "0", 1));
+	ASSERT_EQ(0, snap(&s));
+	EXPECT_EQ(0, s.n);
+	kml_snapshot_free(&s);
+}
+
+TEST(api_from_another_module)
+{
+	ASSERT_EQ(0, reload_stats(""));
+	unload("kml_stats_apitest");
+	/* Its init runs every check and fails the load if one fails. */
+	ASSERT_EQ(0, load("modules/tests/kml_stats_apitest.ko", ""))
+		TH_LOG("see the guest's dmesg for the failed check");
+	/* A user of the API pins kml_stats. */
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "kml_stats", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	ASSERT_EQ(0, unload("kml_stats_apitest"));
+}
+
+/* ---- races ---- */
+
+struct race {
+	volatile int stop;
+	unsigned long passes, bad, chunk;
+};
+
+/* Reads the file in small chunks over and over; every pass must parse. */
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+	size_t len, bad;
+
+	while (!r->stop) {
+		struct kml_snapshot s;
+		char *t = slurp(STATS, r->chunk, &len);
+
+		if (!t || kml_parse_text(t, len, &s, &bad)) {
+			__atomic_add_fetch(&r->bad, 1, __ATOMIC_RELAXED);
+		} else {
+			kml_snapshot_free(&s);
+			__atomic_add_fetch(&r->passes, 1, __ATOMIC_RELAXED);
+		}
+		free(t);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(big, register_unregister_races_readers, 120)
+{
+	static const char *const sizes[] = { "0", "50", "4000", "7", "300" };
+	struct race r = { .chunk = 97 };
+	pthread_t th[4];
+	unsigned long churn = 0;
+	struct timespec t0, t;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (i == 3)
+			r.chunk = 4096;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, reader, &r));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		const char *v = sizes[churn % 5];
+
+		ASSERT_EQ(0, write_str(PARAM, v, strlen(v)));
+		churn++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 5);
+	r.stop = 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%lu re-registrations, %lu clean passes", churn, r.passes);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_GT(churn, 10);
+	EXPECT_GT(r.passes, 4);
+}
+
+TEST(rmmod_while_reader_holds_file_open)
+{
+	char buf[256];
+	int fd, cfd;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=1000"));
+	fd = open(STATS, O_RDONLY);
+	ASSERT_GE(fd, 0);
+	cfd = open(CONTROL, O_WRONLY);
+	ASSERT_GE(cfd, 0);
+	ASSERT_EQ(sizeof(buf), read(fd, buf, sizeof(buf)));
+	/* An open proc file does not pin the module: procfs cuts it off. */
+	ASSERT_EQ(0, unload("kml_stats"));
+	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
+	EXPECT_EQ(EIO, errno);
+	EXPECT_EQ(-1, write(cfd, "reset", 5));
+	EXPECT_EQ(EIO, errno);
+	EXPECT_EQ(0, close(fd));
+	EXPECT_EQ(0, close(cfd));
+	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+}
+
+/* Readers in a tight loop while the module comes and goes underneath. */
+TEST_F_TIMEOUT(big, rmmod_races_readers, 120)
+{
+	struct race r = { .chunk = 512 };
+	pthread_t th[3];
+	struct timespec t0, t;
+	int i, cycles = 0;
+
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, reader, &r));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ASSERT_EQ(0, unload("kml_stats"));
+		ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko",
+				  "demo_counters=500"));
+		cycles++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 4);
+	r.stop = 1;
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	/* Reads cut off by rmmod fail with EIO; no pass may be torn. */
+	TH_LOG("%d unload/load cycles, %lu clean passes", cycles, r.passes);
+	EXPECT_GT(cycles, 3);
+	EXPECT_GT(r.passes, 0);
+}
+
+/* ---- the client ---- */
+
+static int run(const char *cmd, char *out, size_t outlen)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+	int st;
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, outlen - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *client(void)
+{
+	static char path[4096];
+	const char *bin = getenv("KMODLAB_BIN");
+
+	snprintf(path, sizeof(path), "%s/kml-stats", bin ? bin : ".");
+	return path;
+}
+
+TEST(client_table_json_filter)
+{
+	char cmd[4300], out[65536];
+
+	ASSERT_EQ(0, reload_stats("demo_counters=20"));
+	snprintf(cmd, sizeof(cmd), "%s demo/c0001 2>&1", client());
+	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "SET"));
+	EXPECT_NE(NULL, strstr(out, "c00017"));
+	EXPECT_EQ(NULL, strstr(out, "c00002 ")) TH_LOG("filter ignored: %s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s --json demo/values 2>&1", client());
+	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(0, strcmp(out,
+		"[{\"set\":\"demo\",\"name\":\"values\",\"type\":\"hist\","
+		"\"count\":20,\"sum\":190,\"buckets\":{\"0\":1,\"1\":1,"
+		"\"2\":2,\"3\":4,\"4\":8,\"5\":4}}]\n")) TH_LOG("%s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s -w 0.2 -c 3 -j kml_stats/opens 2>&1",
+		 client());
+	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "\"rate\":")) TH_LOG("%s", out);
+}
+
+TEST(client_reset_and_errors)
+{
+	char cmd[4300], out[4096];
+
+	ASSERT_EQ(0, reload_stats("demo_counters=5"));
+	snprintf(cmd, sizeof(cmd), "%s reset demo 2>&1", client());
+	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	snprintf(cmd, sizeof(cmd), "%s reset nosuch 2>&1", client());
+	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "no such set")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups %s reset 2>&1",
+		 client());
+	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "needs root")) TH_LOG("%s", out);
+
+	ASSERT_EQ(0, unload("kml_stats"));
+	snprintf(cmd, sizeof(cmd), "%s 2>&1", client());
+	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "kml_stats is not loaded")) TH_LOG("%s", out);
+	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+}
+
+TEST_HARNESS_MAIN

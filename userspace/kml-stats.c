@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml-stats: show the counters kmodlab modules publish in
+ * /proc/kmodlab/stats, as a table or JSON, once or as per-second rates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kml_stats_parse.h"
+
+static const char *prog = "kml-stats";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [-j] [-w SECONDS [-c COUNT]] [FILTER]\n"
+		"       %s reset [SET]\n"
+		"\n"
+		"Show the counters and histograms kmodlab modules publish in\n"
+		"/proc/kmodlab/stats. FILTER keeps rows whose SET/NAME contains it.\n"
+		"\n"
+		"  -j, --json           JSON instead of a table (one document per sample)\n"
+		"  -w, --watch SECONDS  sample every SECONDS and show per-second rates\n"
+		"  -c, --count N        stop after N samples in watch mode\n"
+		"  -h, --help           this text\n"
+		"  reset [SET]          zero every set, or one (needs root)\n"
+		"\n"
+		"KMODLAB_PROC_DIR overrides /proc/kmodlab.\n", prog, prog);
+}
+
+static void die(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static char proc_dir[4096];
+
+static void not_loaded(void)
+{
+	die("kml_stats is not loaded (%s is missing): run `make demo` or `insmod kml_stats.ko`",
+	    proc_dir);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		free(buf);
+		if (errno == ENOENT)
+			not_loaded();
+		die("cannot open %s", path);
+	}
+	if (!buf)
+		die("%s", "out of memory");
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				die("%s", "out of memory");
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			/* -EIO: the module went away under us. */
+			if (errno == EIO)
+				not_loaded();
+			die("read error on %s", path);
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+}
+
+static void snapshot(struct kml_snapshot *snap)
+{
+	char path[4200], *text;
+	size_t len, bad = 0;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/stats", proc_dir);
+	text = read_all(path, &len);
+	ret = kml_parse_text(text, len, snap, &bad);
+	free(text);
+	if (ret == -EPROTO)
+		die("%s has a format version this client does not know", path);
+	if (ret == -ENOMEM)
+		die("%s", "out of memory");
+	if (ret) {
+		fprintf(stderr, "%s: %s: malformed line %zu\n", prog, path, bad);
+		exit(1);
+	}
+}
+
+static int matches(const struct kml_rec *r, const char *filter)
+{
+	char full[2 * KML_STATS_NAME_MAX + 2];
+
+	if (!filter)
+		return 1;
+	snprintf(full, sizeof(full), "%s/%s", r->set, r->name);
+	return strstr(full, filter) != NULL;
+}
+
+/* Previous sample's value of the same statistic, found by name. */
+static const struct kml_rec *find_prev(const struct kml_snapshot *prev,
+				       const struct kml_rec *r, size_t hint)
+{
+	size_t i;
+
+	if (!prev)
+		return NULL;
+	if (hint < prev->n && !strcmp(prev->recs[hint].set, r->set) &&
+	    !strcmp(prev->recs[hint].name, r->name))
+		return &prev->recs[hint];
+	for (i = 0; i < prev->n; i++)
+		if (!strcmp(prev->recs[i].set, r->set) &&
+		    !strcmp(prev->recs[i].name, r->name))
+			return &prev->recs[i];
+	return NULL;
+}
+
+static double rate(const struct kml_rec *r, const struct kml_rec *p,
+		   double secs)
+{
+	/* A reset between samples makes the delta negative: show 0. */
+	if (!p || r->value < p->value || secs <= 0)
+		return 0;
+	return (double)(r->value - p->value) / secs;
+}
+
+static void print_table(const struct kml_snapshot *s,
+			const struct kml_snapshot *prev, double secs,
+			const char *filter)
+{
+	size_t i;
+
+	printf("%-16s %-24s %20s%s\n", "SET", "NAME", "VALUE",
+	       prev ? "       RATE/s" : "");
+	for (i = 0; i < s->n; i++) {
+		const struct kml_rec *r = &s->recs[i];
+		char val[96];
+
+		if (!matches(r, filter))
+			continue;
+		if (r->type == KML_REC_COUNTER)
+			snprintf(val, sizeof(val), "%" PRIu64, r->value);
+		else
+			snprintf(val, sizeof(val), "%" PRIu64 " (avg %" PRIu64 ")",
+				 r->value, r->value ? r->sum / r->value : 0);
+		printf("%-16s %-24s %20s", r->set, r->name, val);
+		if (prev)
+			printf(" %12.1f", rate(r, find_prev(prev, r, i), secs));
+		putchar('\n');
+	}
+}
+
+static void print_json(const struct kml_snapshot *s,
+		       const struct kml_snapshot *prev, double secs,
+		       const char *filter)
+{
+	const char *sep = "";
+	size_t i;
+	int k;
+
+	printf("[");
+	for (i = 0; i < s->n; i++) {
+		const struct kml_rec *r = &s->recs[i];
+
+		if (!matches(r, filter))
+			continue;
+		/* Names are [A-Za-z0-9_.-]: nothing in them needs escaping. */
+		printf("%s{\"set\":\"%s\",\"name\":\"%s\",", sep, r->set,
+		       r->name);
+		sep = ",";
+		if (r->type == KML_REC_COUNTER) {
+			printf("\"type\":\"counter\",\"value\":%" PRIu64,
+			       r->value);
+		} else {
+			const char *bsep = "";
+
+			printf("\"type\":\"hist\",\"count\":%" PRIu64
+			       ",\"sum\":%" PRIu64 ",\"buckets\":{",
+			       r->value, r->sum);
+			for (k = 0; k < KML_STATS_HIST_BUCKETS; k++) {
+				if (!r->buckets[k])
+					continue;
+				printf("%s\"%d\":%" PRIu64, bsep, k,
+				       r->buckets[k]);
+				bsep = ",";
+			}
+			printf("}");
+		}
+		if (prev)
+			printf(",\"rate\":%.3f",
+			       rate(r, find_prev(prev, r, i), secs));
+		printf("}");
+	}
+	printf("]\n");
+}
+
+static int do_reset(int argc, char **argv)
+{
+	char path[4200], cmd[KML_STATS_CONTROL_MAX + 2];
+	int fd, n;
+
+	if (argc > 2) {
+		usage(stderr);
+		return 2;
+	}
+	n = snprintf(cmd, sizeof(cmd), argc == 2 ? "reset %s\n" : "reset\n",
+		     argc == 2 ? argv[1] : "");
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		die("set name too long: %s", argv[1]);
+	snprintf(path, sizeof(path), "%s/control", proc_dir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			not_loaded();
+		die("cannot open %s", path);
+	}
+	if (write(fd, cmd, (size_t)n) != n) {
+		int e = errno;
+
+		close(fd);
+		if (e == EPERM)
+			die("%s", "reset needs root (CAP_SYS_ADMIN)");
+		if (e == ENOENT)
+			die("no such set: %s", argc == 2 ? argv[1] : "");
+		if (e == EINVAL)
+			die("invalid set name: %s", argc == 2 ? argv[1] : "");
+		die("reset failed: %s", strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "watch", required_argument, NULL, 'w' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kml_snapshot cur, prev = { 0 };
+	const char *filter = NULL, *env;
+	long count = -1, samples = 0;
+	double interval = 0, t_prev = 0;
+	int json = 0, c;
+
+	env = getenv("KMODLAB_PROC_DIR");
+	snprintf(proc_dir, sizeof(proc_dir), "%s",
+		 env && *env ? env : KML_STATS_PROC_DIR);
+
+	while ((c = getopt_long(argc, argv, "+jw:c:h", opts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'w':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval > 0 && interval <= 86400))
+				die("bad interval '%s': give seconds, e.g. -w 1", optarg);
+			break;
+		case 'c':
+			count = strtol(optarg, &end, 10);
+			if (*end || count < 1)
+				die("bad count '%s': give a positive number", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind], "reset"))
+		return do_reset(argc - optind, argv + optind);
+	if (optind < argc)
+		filter = argv[optind++];
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (count > 0 && interval == 0)
+		die("%s", "-c needs -w");
+
+	for (;;) {
+		double t = now();
+
+		snapshot(&cur);
+		if (json)
+			print_json(&cur, samples ? &prev : NULL, t - t_prev,
+				   filter);
+		else
+			print_table(&cur, samples ? &prev : NULL, t - t_prev,
+				    filter);
+		fflush(stdout);
+		kml_snapshot_free(&prev);
+		prev = cur;
+		t_prev = t;
+		samples++;
+		if (interval == 0 || (count > 0 && samples >= count))
+			break;
+		if (!json)
+			putchar('\n');
+		{
+			struct timespec ts = {
+				.tv_sec = (time_t)interval,
+				.tv_nsec = (long)((interval - (time_t)interval) * 1e9),
+			};
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+	}
+	kml_snapshot_free(&prev);
+	return 0;
+}
