@@ -12,7 +12,9 @@ KSCRIPT := $(TOP)/scripts/kernel.sh
 # KDIR defaults to the cached test kernel; point it at any configured tree
 # (e.g. /lib/modules/$(uname -r)/build) to build for a real host.
 ifeq ($(origin KDIR),undefined)
-KDIR      := $(shell $(KSCRIPT) kdir)
+# Resolved when the recipe runs: `kernel` may have just installed the
+# source package, which changes the cache key.
+KDIR      = $$($(KSCRIPT) kdir)
 KDIR_DEP  := kernel
 KBUILDDIR := $(BUILD)/kmod/$(KVER)-$(PROFILE)
 else
@@ -32,9 +34,10 @@ HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 CLIENTS   := kml-stats
 SELFTESTS := kml_stats_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client
+FUZZERS   := fuzz_kml_stats
 
-.PHONY: all help kernel modules userspace selftests hosttests check demo vm \
-	bench clean distclean
+.PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
+	clean distclean
 
 all: modules userspace selftests hosttests
 
@@ -84,6 +87,15 @@ $(BUILD)/host/test_kml_stats_client: selftests/host/test_kml_stats_client.c \
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
+
+# libFuzzer targets (clang); `make check` runs each for a bounded time.
+$(BUILD)/fuzz/fuzz_kml_stats: selftests/fuzz/fuzz_kml_stats.c \
+		modules/kml_stats/kml_stats_logic.c userspace/kml_stats_parse.c
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $^
+
+fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
 # ---- running ----
 check:

@@ -162,12 +162,12 @@ int kml_parse_text(const char *text, size_t len, struct kml_snapshot *snap,
 		const char *nl = memchr(p, '\n', end - p);
 		size_t l;
 
+		lineno++;
 		if (!nl) {
 			ret = -EINVAL; /* every line is newline-terminated */
 			goto bad;
 		}
 		l = nl - p;
-		lineno++;
 		if (lineno == 1) {
 			ret = kml_parse_header(p, l);
 			if (ret)

@@ -32,7 +32,6 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
-#include "../include/kml_compat.h"
 #include "../include/kml_stats.h"
 #include "kml_stats_logic.h"
 
@@ -58,7 +57,7 @@ struct kml_stats_set {
 	u64 __percpu *slots;
 	u64 *base;			/* reset baseline, written under kml_lock */
 	unsigned int n;
-	struct kml_stats_item items[] __counted_by(n);
+	struct kml_stats_item items[];
 };
 
 /* Serialises the registry against readers' start()..stop() windows. */
@@ -340,8 +339,8 @@ struct kml_cursor {
 	unsigned int id;
 };
 
+/* Takes kml_lock; seq_file always calls stop(), which drops it. */
 static void *kml_seq_start(struct seq_file *m, loff_t *pos)
-	__acquires(&kml_lock)
 {
 	struct kml_cursor *cur = m->private;
 	struct kml_stats_set *set;
@@ -383,7 +382,6 @@ static void *kml_seq_next(struct seq_file *m, void *v, loff_t *pos)
 }
 
 static void kml_seq_stop(struct seq_file *m, void *v)
-	__releases(&kml_lock)
 {
 	mutex_unlock(&kml_lock);
 }

@@ -10,11 +10,14 @@ if [[ ${KMODLAB_GUEST:-0} != 1 ]]; then
 	echo "selftests.sh: run me in the guest: scripts/vm-run.sh scripts/guest/selftests.sh" >&2
 	exit 2
 fi
+tap=${KMODLAB_OUT:-/tmp}/selftests.tap
+: > "$tap"
 rc=0
 for t in "$repo"/build/selftests/*; do
 	[[ -x $t ]] || continue
-	echo "# selftest: ${t##*/}"
-	"$t" || rc=1
+	echo "# selftest: ${t##*/}" | tee -a "$tap"
+	"$t" 2>&1 | tee -a "$tap"
+	((PIPESTATUS[0] == 0)) || rc=1
 done
 # Leave no kmodlab module behind so their exit paths run (and are counted
 # by gcov) before the guest powers off.

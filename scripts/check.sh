@@ -1,0 +1,185 @@
+#!/bin/bash
+# `make check`: every kmodlab test, on the host and in the test guest.
+#
+# Installs what it needs (as root), builds the test kernel if the cache
+# lacks it, builds everything, then runs: static checks, host unit tests,
+# the fuzz targets, the VM runner's own tests, the selftests in the guest,
+# and the coverage report. The last line is "N passed, N failed, N skipped".
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+export KVER=${KVER:-6.12} PROFILE=${PROFILE:-default}
+build=$repo/build
+logs=$build/check
+fuzz_secs=${KMODLAB_FUZZ_SECS:-20}
+cov_min=90
+pass=0 fail=0 skip=0
+failed=()
+t_start=$SECONDS
+
+ok()   { pass=$((pass + 1)); echo "PASS: $*"; }
+bad()  { fail=$((fail + 1)); failed+=("$*"); echo "FAIL: $*"; }
+section() { echo; echo "=== $* ($((SECONDS - t_start)) s)"; }
+
+summary() {
+	echo
+	if ((fail)); then
+		echo "failed:"
+		printf '  %s\n' "${failed[@]}"
+	fi
+	echo "make check took $((SECONDS - t_start)) s"
+	echo "$pass passed, $fail failed, $skip skipped"
+	exit $((fail ? 1 : 0))
+}
+
+# Adds up the TAP results kselftest_harness.h printed into file $1.
+count_tap() {
+	local p f s
+	p=$(grep -cE '^ok [0-9]+ ' "$1" | head -1)
+	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1" | head -1)
+	f=$(grep -cE '^not ok [0-9]+ ' "$1" | head -1)
+	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
+	while IFS= read -r line; do failed+=("$2: ${line#not ok }"); done \
+		< <(grep -E '^not ok [0-9]+ ' "$1")
+	echo "$2: $((p - s)) passed, $f failed, $s skipped"
+	((p + f > 0))
+}
+
+section "dependencies"
+"$here/deps.sh" host kernel vm check || { bad "install dependencies"; summary; }
+
+rm -rf "$logs"
+mkdir -p "$logs"
+
+section "test kernel $KVER ($PROFILE)"
+if ! "$here/kernel.sh" build; then
+	bad "build test kernel"
+	summary
+fi
+
+section "build"
+if make -s all fuzz > "$logs/build.log" 2>&1; then
+	ok "build: modules (W=1, -Werror), clients, selftests, host tests, fuzzers"
+else
+	tail -40 "$logs/build.log"
+	bad "build"
+	summary
+fi
+kbuild=$build/kmod/$KVER-$PROFILE
+ksrc=$("$here/kernel.sh" src)
+
+section "static checks"
+while IFS= read -r f; do
+	if "$ksrc/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
+	      --ignore SPDX_LICENSE_TAG -f "$f" > "$logs/checkpatch.txt" 2>&1; then
+		ok "checkpatch $f"
+	else
+		cat "$logs/checkpatch.txt"
+		bad "checkpatch $f"
+	fi
+done < <(find modules uapi -name '*.[ch]' | sort)
+# sparse: C=2 re-checks every file whether or not it is rebuilt.
+make -s modules C=2 > "$logs/sparse.log" 2>&1
+if grep -E 'warning:|error:' "$logs/sparse.log"; then
+	bad "sparse (make modules C=2)"
+else
+	ok "sparse (make modules C=2)"
+fi
+if "$ksrc/scripts/kernel-doc" -none $(find uapi modules -name '*.[ch]') \
+	> "$logs/kernel-doc.log" 2>&1 && ! [[ -s $logs/kernel-doc.log ]]; then
+	ok "kernel-doc"
+else
+	cat "$logs/kernel-doc.log"
+	bad "kernel-doc"
+fi
+
+section "host unit tests"
+for t in "$build"/host/test_*; do
+	"$t" > "$logs/${t##*/}.tap" 2>&1
+	rc=$?
+	cat "$logs/${t##*/}.tap"
+	count_tap "$logs/${t##*/}.tap" "${t##*/}" || bad "${t##*/} printed no results"
+	((rc == 0)) || grep -q '^not ok' "$logs/${t##*/}.tap" || bad "${t##*/} exited $rc"
+done
+# The client against a fixture: no module needed, leaks checked.
+fx=$logs/fixture
+mkdir -p "$fx"
+cp selftests/fuzz/corpus/kml_stats/stats_small "$fx/stats"
+if KMODLAB_PROC_DIR=$fx valgrind -q --leak-check=full --errors-for-leak-kinds=all \
+	--error-exitcode=9 "$build/bin/kml-stats" -j -w 0.05 -c 3 > "$logs/client.out" 2>&1 &&
+   grep -q '"sum":28' "$logs/client.out"; then
+	ok "kml-stats on a fixture, clean under valgrind"
+else
+	cat "$logs/client.out"
+	bad "kml-stats on a fixture, clean under valgrind"
+fi
+out=$(KMODLAB_PROC_DIR=/nonexistent "$build/bin/kml-stats" 2>&1)
+if (($? == 1)) && [[ $out == *"kml_stats is not loaded"* ]] && ((${#out} < 200)); then
+	ok "kml-stats without the module: one-line error, exit 1"
+else
+	bad "kml-stats without the module: one-line error, exit 1 (got: $out)"
+fi
+
+section "fuzzing (${fuzz_secs}s per target)"
+for f in "$build"/fuzz/fuzz_*; do
+	name=${f##*/}
+	corpus=$build/fuzz/corpus-${name#fuzz_}
+	mkdir -p "$corpus"
+	if "$f" -max_total_time="$fuzz_secs" -print_final_stats=1 \
+		"$corpus" "selftests/fuzz/corpus/${name#fuzz_}" > "$logs/$name.log" 2>&1; then
+		ok "$name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$name.log" | grep -o '[0-9]*$') runs, no crash"
+	else
+		tail -30 "$logs/$name.log"
+		bad "$name"
+	fi
+done
+
+section "VM runner self-tests"
+# A runner that cannot fail proves nothing: show it fails when it must.
+"$here/vm-run.sh" --timeout 120 --out "$build/vm/selftest-status" -- bash -c 'exit 3' \
+	> "$logs/vm-status.log" 2>&1
+rc=$?
+((rc == 3)) && ok "vm-run returns the guest command's status (3)" ||
+	{ tail -20 "$logs/vm-status.log"; bad "vm-run returns the guest command's status (got $rc, want 3)"; }
+"$here/vm-run.sh" --timeout 120 --out "$build/vm/selftest-warn" -- \
+	insmod "$kbuild/modules/tests/kml_harness_warn.ko" > "$logs/vm-warn.log" 2>&1
+rc=$?
+((rc == 125)) && ok "vm-run fails a run whose kernel log has a WARNING (125)" ||
+	{ tail -20 "$logs/vm-warn.log"; bad "vm-run fails on a kernel WARNING (got $rc, want 125)"; }
+"$here/vm-run.sh" --timeout 25 --out "$build/vm/selftest-hang" -- sleep 600 \
+	> "$logs/vm-hang.log" 2>&1
+rc=$?
+((rc == 124)) && ok "vm-run fails a guest that does not power off (124)" ||
+	{ tail -20 "$logs/vm-hang.log"; bad "vm-run fails a hung guest (got $rc, want 124)"; }
+
+section "selftests in the guest"
+find "$kbuild" -name '*.gcda' -delete
+"$here/vm-run.sh" --timeout 1200 --out "$build/vm/selftests" -- scripts/guest/selftests.sh
+rc=$?
+tap=$build/vm/selftests/selftests.tap
+if [[ -s $tap ]]; then
+	count_tap "$tap" "guest selftests" || bad "guest selftests printed no results"
+else
+	bad "guest selftests produced no TAP output"
+fi
+if ((rc == 0)); then
+	ok "guest run: command passed, kernel log clean, powered off"
+else
+	bad "guest run: vm-run exited $rc (see $build/vm/selftests)"
+fi
+
+section "coverage"
+"$here/coverage.sh" "$kbuild" "$build/coverage" "$cov_min" > "$logs/coverage.log" 2>&1
+rc=$?
+cat "$logs/coverage.log"
+while IFS= read -r line; do
+	case $line in
+	"COVERAGE-OK "*)   ok "${line#COVERAGE-OK }" ;;
+	"COVERAGE-LOW "*)  bad "${line#COVERAGE-LOW }" ;;
+	esac
+done < "$logs/coverage.log"
+((rc == 0)) || grep -q '^COVERAGE-LOW' "$logs/coverage.log" || bad "coverage report"
+
+summary
