@@ -31,9 +31,9 @@ SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
 HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-CLIENTS   := kml-stats
-SELFTESTS := kml_stats_test
-HOSTTESTS := test_kml_stats_logic test_kml_stats_client
+CLIENTS   := kml-stats kml-sensor
+SELFTESTS := kml_stats_test kml_sensor_test
+HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic
 FUZZERS   := fuzz_kml_stats
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
@@ -63,6 +63,11 @@ $(BUILD)/bin/kml-stats: userspace/kml-stats.c userspace/kml_stats_parse.c \
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c
 
+$(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c \
+			userspace/kml_sensor_parse.h uapi/linux/kml_sensor.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c
+
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
@@ -73,6 +78,11 @@ $(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c -lpthread
+
+$(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c \
+		uapi/linux/kml_sensor.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
 
@@ -85,6 +95,13 @@ $(BUILD)/host/test_kml_stats_client: selftests/host/test_kml_stats_client.c \
 		userspace/kml_stats_parse.c userspace/kml_stats_parse.h
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c
+
+$(BUILD)/host/test_kml_sensor_logic: selftests/host/test_kml_sensor_logic.c \
+		modules/kml_sensor/kml_sensor_logic.c modules/kml_sensor/kml_sensor_logic.h \
+		userspace/kml_sensor_parse.c userspace/kml_sensor_parse.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_sensor/kml_sensor_logic.c \
+		userspace/kml_sensor_parse.c
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 

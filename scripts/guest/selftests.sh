@@ -12,16 +12,22 @@ if [[ ${KMODLAB_GUEST:-0} != 1 ]]; then
 fi
 tap=${KMODLAB_OUT:-/tmp}/selftests.tap
 : > "$tap"
+# Each test program starts with no kmodlab module loaded, and the last
+# unload runs every exit path (counted by gcov) before power-off.
+unload_all() {
+	local m
+	for m in kml_stats_apitest kml_sensor kml_stats; do
+		grep -q "^$m " /proc/modules && rmmod "$m"
+	done
+	return 0
+}
 rc=0
 for t in "$repo"/build/selftests/*; do
 	[[ -x $t ]] || continue
+	unload_all
 	echo "# selftest: ${t##*/}" | tee -a "$tap"
 	"$t" 2>&1 | tee -a "$tap"
 	((PIPESTATUS[0] == 0)) || rc=1
 done
-# Leave no kmodlab module behind so their exit paths run (and are counted
-# by gcov) before the guest powers off.
-for m in kml_stats_apitest kml_stats; do
-	grep -q "^$m " /proc/modules && rmmod "$m"
-done
+unload_all
 exit $rc

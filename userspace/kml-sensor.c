@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml-sensor: the client of /dev/kml_sensor. Every subcommand is one or
+ * two ioctls, so this file doubles as a worked example of the uapi.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/kml_sensor.h>
+#include "kml_sensor_parse.h"
+
+static const char *prog = "kml-sensor";
+static const char *device = KML_SENSOR_DEVICE;
+static int json;
+static struct kml_sensor_info info;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [ARGS]\n"
+		"\n"
+		"  info                     channels, ranges, ABI version\n"
+		"  read [CH]                latest reading of one channel, or all\n"
+		"  watch [-c COUNT]         readings of all channels, every period\n"
+		"  alarm set CH LOW HIGH    alarm outside [LOW, HIGH] degrees C\n"
+		"  alarm off CH             disable a channel's alarm\n"
+		"  alarm get [CH]           show alarm settings\n"
+		"  wait [-t SECONDS]        block until an alarm, print it (exit 3 on timeout)\n"
+		"  period [MS]              show or set the sampling period\n"
+		"  inject CH VALUE|clear    hold a channel at VALUE degrees C (root)\n"
+		"  reset                    back to defaults (root)\n"
+		"\n"
+		"  -j, --json               JSON output\n"
+		"  -h, --help               this text\n"
+		"Temperatures are degrees Celsius with up to 3 decimals, e.g. -3.25.\n"
+		"KML_SENSOR_DEVICE overrides %s.\n", prog, KML_SENSOR_DEVICE);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* One place turns the driver's errno into a sentence. */
+static void ioctl_failed(const char *what)
+{
+	int e = errno;
+
+	switch (e) {
+	case EPERM:
+		die("%s needs root (CAP_SYS_ADMIN)", what);
+	case EINVAL:
+		die("%s: invalid argument (channels 0..%u, %d.000..%d.000 C, period %u..%u ms)",
+		    what, info.nchannels ? info.nchannels - 1 : 0,
+		    KML_SENSOR_MIN_MC / 1000, KML_SENSOR_MAX_MC / 1000,
+		    KML_SENSOR_PERIOD_MIN_MS, KML_SENSOR_PERIOD_MAX_MS);
+	case ENOTTY:
+		die("%s: %s does not understand this request (module and client from different versions?)",
+		    what, device);
+	default:
+		die("%s: %s", what, strerror(e));
+	}
+}
+
+static int open_device(int flags)
+{
+	int fd = open(device, flags | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			die("kml_sensor is not loaded (%s is missing): run `make demo` or `insmod kml_sensor.ko`",
+			    device);
+		die("cannot open %s: %s", device, strerror(errno));
+	}
+	info.size = sizeof(info);
+	if (ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info))
+		ioctl_failed("info");
+	if (info.abi_version != KML_SENSOR_ABI_VERSION)
+		die("%s speaks ABI %u, this client ABI %u", device,
+		    info.abi_version, KML_SENSOR_ABI_VERSION);
+	return fd;
+}
+
+static uint32_t parse_channel(const char *s)
+{
+	uint32_t ch;
+
+	if (kml_parse_uint(s, info.nchannels - 1, &ch))
+		die("bad channel '%s': the device has channels 0..%u", s,
+		    info.nchannels - 1);
+	return ch;
+}
+
+static int32_t parse_temp(const char *s)
+{
+	int32_t mc;
+
+	if (kml_parse_celsius(s, &mc))
+		die("bad temperature '%s': give degrees C, e.g. 21.5", s);
+	return mc;
+}
+
+static const char *temp(int32_t mc)
+{
+	static char bufs[4][24];
+	static int i;
+
+	i = (i + 1) % 4;
+	kml_format_celsius(mc, bufs[i], sizeof(bufs[i]));
+	return bufs[i];
+}
+
+static void print_reading(const struct kml_sensor_reading *r, const char *sep)
+{
+	if (json)
+		printf("%s{\"channel\":%u,\"value_mc\":%d,\"seq\":%" PRIu64
+		       ",\"timestamp_ns\":%" PRIu64 "}", sep, r->channel,
+		       r->value_mc, (uint64_t)r->seq, (uint64_t)r->timestamp_ns);
+	else
+		printf("probe%-3u %10s C   seq %-8" PRIu64 " t %" PRIu64 " ns\n",
+		       r->channel, temp(r->value_mc), (uint64_t)r->seq,
+		       (uint64_t)r->timestamp_ns);
+}
+
+static void read_all(int fd)
+{
+	struct kml_sensor_read_all all = { .size = sizeof(all) };
+	uint32_t i;
+
+	if (ioctl(fd, KML_SENSOR_IOC_READ_ALL, &all))
+		ioctl_failed("read");
+	if (json)
+		printf("[");
+	for (i = 0; i < all.nchannels; i++)
+		print_reading(&all.readings[i], i ? "," : "");
+	if (json)
+		printf("]\n");
+}
+
+static int cmd_info(void)
+{
+	if (json) {
+		printf("{\"abi_version\":%u,\"channels\":%u,\"units\":\"millidegree_celsius\","
+		       "\"min_mc\":%d,\"max_mc\":%d,\"period_min_ms\":%u,"
+		       "\"period_max_ms\":%u,\"queue_len\":%u}\n",
+		       info.abi_version, info.nchannels, info.min_mc, info.max_mc,
+		       info.period_min_ms, info.period_max_ms, info.queue_len);
+		return 0;
+	}
+	printf("device      %s (ABI %u)\n", device, info.abi_version);
+	printf("channels    %u\n", info.nchannels);
+	printf("range       %s .. %s C\n", temp(info.min_mc), temp(info.max_mc));
+	printf("period      %u .. %u ms\n", info.period_min_ms, info.period_max_ms);
+	printf("alarm queue %u records per open file\n", info.queue_len);
+	return 0;
+}
+
+static int cmd_read(int fd, int argc, char **argv)
+{
+	struct kml_sensor_reading r;
+
+	if (argc > 1)
+		die("%s", "usage: read [CH]");
+	if (argc == 0) {
+		read_all(fd);
+		return 0;
+	}
+	r.channel = parse_channel(argv[0]);
+	if (ioctl(fd, KML_SENSOR_IOC_READ, &r))
+		ioctl_failed("read");
+	print_reading(&r, "");
+	if (json)
+		printf("\n");
+	return 0;
+}
+
+static int cmd_watch(int fd, int argc, char **argv)
+{
+	long count = -1, n;
+	uint32_t period;
+	struct timespec ts;
+
+	if (argc == 2 && !strcmp(argv[0], "-c"))
+		count = strtol(argv[1], NULL, 10);
+	else if (argc)
+		die("%s", "usage: watch [-c COUNT]");
+	if (count == 0 || count < -1)
+		die("%s", "bad count: give a positive number");
+	for (n = 0; count < 0 || n < count; n++) {
+		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &period))
+			ioctl_failed("period");
+		if (n) {
+			ts.tv_sec = period / 1000;
+			ts.tv_nsec = (long)(period % 1000) * 1000000;
+			nanosleep(&ts, NULL);
+		}
+		read_all(fd);
+		if (!json)
+			printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int cmd_alarm(int fd, int argc, char **argv)
+{
+	struct kml_sensor_alarm a = { 0 };
+	uint32_t ch;
+
+	if (argc == 4 && !strcmp(argv[0], "set")) {
+		a.channel = parse_channel(argv[1]);
+		a.flags = KML_SENSOR_ALARM_ENABLED;
+		a.low_mc = parse_temp(argv[2]);
+		a.high_mc = parse_temp(argv[3]);
+		if (a.low_mc > a.high_mc)
+			die("LOW (%s) must not be above HIGH (%s)", argv[2], argv[3]);
+		if (ioctl(fd, KML_SENSOR_IOC_SET_ALARM, &a))
+			ioctl_failed("alarm set");
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[0], "off")) {
+		a.channel = parse_channel(argv[1]);
+		if (ioctl(fd, KML_SENSOR_IOC_GET_ALARM, &a))
+			ioctl_failed("alarm off");
+		a.flags = 0;
+		if (ioctl(fd, KML_SENSOR_IOC_SET_ALARM, &a))
+			ioctl_failed("alarm off");
+		return 0;
+	}
+	if ((argc == 1 || argc == 2) && !strcmp(argv[0], "get")) {
+		uint32_t first = 0, last = info.nchannels - 1;
+
+		if (argc == 2)
+			first = last = parse_channel(argv[1]);
+		if (json)
+			printf("[");
+		for (ch = first; ch <= last; ch++) {
+			a.channel = ch;
+			if (ioctl(fd, KML_SENSOR_IOC_GET_ALARM, &a))
+				ioctl_failed("alarm get");
+			if (json)
+				printf("%s{\"channel\":%u,\"enabled\":%s,\"low_mc\":%d,\"high_mc\":%d}",
+				       ch == first ? "" : ",", ch,
+				       a.flags & KML_SENSOR_ALARM_ENABLED ? "true" : "false",
+				       a.low_mc, a.high_mc);
+			else
+				printf("probe%-3u %-4s %10s .. %s C\n", ch,
+				       a.flags & KML_SENSOR_ALARM_ENABLED ? "on" : "off",
+				       temp(a.low_mc), temp(a.high_mc));
+		}
+		if (json)
+			printf("]\n");
+		return 0;
+	}
+	die("%s", "usage: alarm set CH LOW HIGH | alarm off CH | alarm get [CH]");
+}
+
+static const char *const zone_name[] = { "normal", "low", "high" };
+
+static int cmd_wait(int fd, int argc, char **argv)
+{
+	struct kml_sensor_event ev;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int timeout_ms = -1, r;
+	ssize_t n;
+
+	if (argc == 2 && !strcmp(argv[0], "-t")) {
+		uint32_t s;
+
+		if (kml_parse_uint(argv[1], 86400, &s))
+			die("bad timeout '%s': give whole seconds", argv[1]);
+		timeout_ms = (int)s * 1000;
+	} else if (argc) {
+		die("%s", "usage: wait [-t SECONDS]");
+	}
+	r = poll(&p, 1, timeout_ms);
+	if (r < 0)
+		die("poll: %s", strerror(errno));
+	if (r == 0) {
+		fprintf(stderr, "%s: no alarm within %d s\n", prog, timeout_ms / 1000);
+		return 3;
+	}
+	n = read(fd, &ev, sizeof(ev));
+	if (n != (ssize_t)sizeof(ev))
+		die("read: %s", n < 0 ? strerror(errno) : "short record");
+	if (json)
+		printf("{\"channel\":%u,\"value_mc\":%d,\"zone\":\"%s\",\"seq\":%" PRIu64
+		       ",\"timestamp_ns\":%" PRIu64 ",\"lost\":%u}\n", ev.channel,
+		       ev.value_mc, ev.kind < 3 ? zone_name[ev.kind] : "?",
+		       (uint64_t)ev.seq, (uint64_t)ev.timestamp_ns, ev.lost);
+	else
+		printf("probe%u %s C: %s%s\n", ev.channel, temp(ev.value_mc),
+		       ev.kind < 3 ? zone_name[ev.kind] : "?",
+		       ev.lost ? " (alarms were lost before this one)" : "");
+	return 0;
+}
+
+static int cmd_period(int fd, int argc, char **argv)
+{
+	uint32_t ms;
+
+	if (argc == 0) {
+		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &ms))
+			ioctl_failed("period");
+		printf(json ? "{\"period_ms\":%u}\n" : "%u ms\n", ms);
+		return 0;
+	}
+	if (argc != 1 || kml_parse_uint(argv[0], UINT32_MAX, &ms))
+		die("%s", "usage: period [MS]");
+	if (ioctl(fd, KML_SENSOR_IOC_SET_PERIOD, &ms))
+		ioctl_failed("period");
+	return 0;
+}
+
+static int cmd_inject(int fd, int argc, char **argv)
+{
+	struct kml_sensor_inject in = { 0 };
+
+	if (argc != 2)
+		die("%s", "usage: inject CH VALUE|clear");
+	in.channel = parse_channel(argv[0]);
+	if (!strcmp(argv[1], "clear"))
+		in.flags = KML_SENSOR_INJECT_CLEAR;
+	else
+		in.value_mc = parse_temp(argv[1]);
+	if (ioctl(fd, KML_SENSOR_IOC_INJECT, &in))
+		ioctl_failed("inject");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *env = getenv("KML_SENSOR_DEVICE"), *cmd;
+	int c, fd, ret;
+
+	if (env && *env)
+		device = env;
+	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind++];
+	argc -= optind;
+	argv += optind;
+	if (strcmp(cmd, "info") && strcmp(cmd, "read") && strcmp(cmd, "watch") &&
+	    strcmp(cmd, "alarm") && strcmp(cmd, "wait") && strcmp(cmd, "period") &&
+	    strcmp(cmd, "inject") && strcmp(cmd, "reset")) {
+		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+		usage(stderr);
+		return 2;
+	}
+
+	fd = open_device(O_RDONLY);
+	if (!strcmp(cmd, "info"))
+		ret = cmd_info();
+	else if (!strcmp(cmd, "read"))
+		ret = cmd_read(fd, argc, argv);
+	else if (!strcmp(cmd, "watch"))
+		ret = cmd_watch(fd, argc, argv);
+	else if (!strcmp(cmd, "alarm"))
+		ret = cmd_alarm(fd, argc, argv);
+	else if (!strcmp(cmd, "wait"))
+		ret = cmd_wait(fd, argc, argv);
+	else if (!strcmp(cmd, "period"))
+		ret = cmd_period(fd, argc, argv);
+	else if (!strcmp(cmd, "inject"))
+		ret = cmd_inject(fd, argc, argv);
+	else if (argc)
+		die("%s", "usage: reset");
+	else if (ioctl(fd, KML_SENSOR_IOC_RESET))
+		ioctl_failed("reset");
+	else
+		ret = 0;
+	close(fd);
+	return ret;
+}
