@@ -37,7 +37,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic
 FUZZERS   := fuzz_kml_stats
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
-	clean distclean
+	bench bench-build clean distclean
 
 all: modules userspace selftests hosttests
 
@@ -45,6 +45,7 @@ help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
+	@echo 'make bench      benchmarks in one guest run, reported as ratios'
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
@@ -114,12 +115,22 @@ $(BUILD)/fuzz/fuzz_kml_stats: selftests/fuzz/fuzz_kml_stats.c \
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
+# Benchmarks: built with the same flags, run only by `make bench`.
+$(BUILD)/bench/kml_sensor_bench: selftests/bench/kml_sensor_bench.c uapi/linux/kml_sensor.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $<
+
+bench-build: $(BUILD)/bench/kml_sensor_bench
+
 # ---- running ----
 check:
 	$(TOP)/scripts/check.sh
 
 demo:
 	$(TOP)/scripts/demo.sh
+
+bench:
+	$(TOP)/scripts/bench.sh
 
 vm: all
 	$(TOP)/scripts/vm-run.sh --interactive

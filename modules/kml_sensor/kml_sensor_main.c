@@ -43,7 +43,8 @@
 
 static unsigned int channels = 2;
 module_param(channels, uint, 0444);
-MODULE_PARM_DESC(channels, "number of channels, 1.." __stringify(KML_SENSOR_MAX_CHANNELS) " (default 2)");
+MODULE_PARM_DESC(channels,
+		 "number of channels, 1.." __stringify(KML_SENSOR_MAX_CHANNELS) " (default 2)");
 
 static unsigned int seed = 1;
 module_param(seed, uint, 0444);
@@ -239,7 +240,7 @@ static int kml_ioc_read(struct kml_sensor_reading __user *ur)
 
 static int kml_ioc_read_all(struct kml_sensor_read_all __user *ua)
 {
-	struct kml_sensor_read_all all = { .size = sizeof(all) };
+	struct kml_sensor_read_all all;
 	unsigned int ch;
 	u32 size;
 
@@ -247,13 +248,21 @@ static int kml_ioc_read_all(struct kml_sensor_read_all __user *ua)
 		return -EFAULT;
 	if (size != sizeof(all))
 		return -EINVAL;
+	all.size = sizeof(all);
 	all.nchannels = channels;
 	/* One lock hold: every channel from the same instant. */
 	spin_lock(&kml_dev.lock);
 	for (ch = 0; ch < channels; ch++)
 		kml_reading_locked(ch, &all.readings[ch]);
 	spin_unlock(&kml_dev.lock);
-	return copy_to_user(ua, &all, sizeof(all)) ? -EFAULT : 0;
+	/*
+	 * Copy only the filled entries: half the bytes with the default
+	 * channel count, and no uninitialised stack can leak out.
+	 */
+	if (copy_to_user(ua, &all, offsetof(typeof(all), readings) +
+			 channels * sizeof(all.readings[0])))
+		return -EFAULT;
+	return 0;
 }
 
 static int kml_ioc_set_period(u32 __user *up)

@@ -23,8 +23,29 @@ run "$bin/kml-stats" reset demo
 run "$bin/kml-stats" demo/c
 say "setpriv --reuid=nobody $bin/kml-stats reset   # unprivileged: refused"
 setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/kml-stats" reset || echo "(exit status $?)"
-run rmmod kml_stats
-say "$bin/kml-stats   # module gone: a clear error"
+
+echo
+echo "== kml_sensor: an ioctl character device (and hwmon) =="
+run insmod "$ko/kml_sensor/kml_sensor.ko" channels=3
+run "$bin/kml-sensor" info
+run "$bin/kml-sensor" read
+run "$bin/kml-sensor" period 200
+run "$bin/kml-sensor" watch -c 3
+run "$bin/kml-sensor" alarm set 0 2 6
+run "$bin/kml-sensor" alarm get
+say "kml-sensor wait -t 5   # while another process injects 9.5 C into probe0"
+(sleep 1; "$bin/kml-sensor" inject 0 9.5) &
+"$bin/kml-sensor" wait -t 5
+wait
+run "$bin/kml-sensor" --json read 0
+say "sensors kml_sensor-*   # lm-sensors sees the same readings through hwmon"
+sensors 'kml_sensor-*' 2>/dev/null || cat /sys/class/hwmon/hwmon*/temp*_input
+say "setpriv --reuid=nobody $bin/kml-sensor inject 0 20   # unprivileged: refused"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/kml-sensor" inject 0 20 || echo "(exit status $?)"
+run "$bin/kml-stats" kml_sensor/ioctl
+run rmmod kml_sensor kml_stats
+say "$bin/kml-stats; $bin/kml-sensor read   # modules gone: clear errors"
 "$bin/kml-stats" || echo "(exit status $?)"
+"$bin/kml-sensor" read || echo "(exit status $?)"
 echo
 echo "demo finished"

@@ -35,7 +35,10 @@ export KMODLAB_OUT=$out KMODLAB_GUEST=1
 
 cd "$repo" || echo "init: cannot enter $repo" >&2
 if [[ $mode == shell ]]; then
-	echo "kmodlab guest: $(uname -r). Modules: $repo/build/kmod. Exit the shell to power off."
+	echo "kmodlab guest, Linux $(uname -r). Load the modules with, e.g.:"
+	find "$repo/build/kmod" -name 'kml_*.ko' ! -path '*/tests/*' 2>/dev/null |
+		sort -r | sed 's/^/  insmod /'
+	echo "Clients are in $repo/build/bin. Exit the shell to power off."
 	setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
 	rc=$?
 else

@@ -74,7 +74,8 @@ struct kml_sensor_reading {
  * struct kml_sensor_read_all - every channel in one call
  * @size: in: sizeof(struct kml_sensor_read_all) as the caller knows it
  * @nchannels: out: entries of @readings filled in
- * @readings: out: channel i in @readings[i]
+ * @readings: out: channel i in @readings[i]; entries from @nchannels on
+ *	are left as they were
  */
 struct kml_sensor_read_all {
 	__u32 size;
@@ -82,7 +83,7 @@ struct kml_sensor_read_all {
 	struct kml_sensor_reading readings[KML_SENSOR_MAX_CHANNELS];
 };
 
-#define KML_SENSOR_ALARM_ENABLED	(1U << 0)
+#define KML_SENSOR_ALARM_ENABLED	0x1U
 
 /**
  * struct kml_sensor_alarm - a channel's alarm thresholds
@@ -98,7 +99,7 @@ struct kml_sensor_alarm {
 	__s32 high_mc;
 };
 
-#define KML_SENSOR_INJECT_CLEAR		(1U << 0)
+#define KML_SENSOR_INJECT_CLEAR		0x1U
 
 /**
  * struct kml_sensor_inject - override a channel (needs CAP_SYS_ADMIN)

@@ -1,0 +1,9 @@
+#!/bin/bash
+# `make bench`, guest side: load the modules and run every benchmark.
+set -eu
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+ko=$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}/modules
+insmod "$ko/kml_stats/kml_stats.ko"
+insmod "$ko/kml_sensor/kml_sensor.ko" channels=8
+"$repo/build/bench/kml_sensor_bench"
+rmmod kml_sensor kml_stats
