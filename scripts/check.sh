@@ -156,7 +156,8 @@ rc=$?
 
 section "selftests in the guest"
 find "$kbuild" -name '*.gcda' -delete
-"$here/vm-run.sh" --timeout 1200 --out "$build/vm/selftests" -- scripts/guest/selftests.sh
+"$here/vm-run.sh" --timeout "${KMODLAB_VM_TIMEOUT:-1200}" --out "$build/vm/selftests" \
+	-- scripts/guest/selftests.sh
 rc=$?
 tap=$build/vm/selftests/selftests.tap
 if [[ -s $tap ]]; then
