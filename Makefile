@@ -31,9 +31,10 @@ SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
 HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-CLIENTS   := kml-stats kml-sensor
-SELFTESTS := kml_stats_test kml_sensor_test
-HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic
+CLIENTS   := kml-stats kml-sensor kml-probe
+SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test
+HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
+	     test_kml_probe_logic
 FUZZERS   := fuzz_kml_stats
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
@@ -69,6 +70,10 @@ $(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c \
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c
 
+$(BUILD)/bin/kml-probe: userspace/kml-probe.c uapi/linux/kml_probe.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $<
+
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
@@ -82,6 +87,11 @@ $(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c \
 
 $(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c \
 		uapi/linux/kml_sensor.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c \
+		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
@@ -103,6 +113,11 @@ $(BUILD)/host/test_kml_sensor_logic: selftests/host/test_kml_sensor_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_sensor/kml_sensor_logic.c \
 		userspace/kml_sensor_parse.c
+
+$(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
+		modules/kml_probe/kml_probe_logic.c modules/kml_probe/kml_probe_logic.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_probe/kml_probe_logic.c
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 

@@ -25,6 +25,10 @@
 #   --kernel IMG   bzImage (default: the cached KVER/PROFILE test kernel)
 #   --append ARGS  extra kernel command-line arguments
 #   --interactive  a shell on the console instead of COMMAND
+#   --tcg-single   one host thread for all vCPUs (-accel tcg,thread=single):
+#                  for tests that patch kernel text while another vCPU runs
+#                  it, which multi-threaded TCG does not emulate faithfully
+#   --no-gcov      do not copy coverage counters back
 # KMODLAB_KVM=1 tries KVM first and falls back to TCG if the guest does not
 # come up (KVM does not work on the machine this was developed on).
 set -uo pipefail
@@ -32,7 +36,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
-timeout=900 smp=2 mem=1024 kernel= append= interactive=0
+timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1
 
 while (($#)); do
 	case $1 in
@@ -43,6 +47,8 @@ while (($#)); do
 	--kernel)	kernel=$2; shift 2 ;;
 	--append)	append=$2; shift 2 ;;
 	--interactive)	interactive=1; shift ;;
+	--tcg-single)	accel_opts=,thread=single; shift ;;
+	--no-gcov)	gcov=0; shift ;;
 	--)		shift; break ;;
 	-*)		echo "vm-run: unknown option $1" >&2; exit 2 ;;
 	*)		break ;;
@@ -94,10 +100,10 @@ qemu_args=(
 
 run_qemu() { # $1 = accelerator
 	if ((interactive)); then
-		qemu-system-x86_64 -accel "$1" "${qemu_args[@]}" -serial mon:stdio
+		qemu-system-x86_64 -accel "$1$accel_opts" "${qemu_args[@]}" -serial mon:stdio
 		return
 	fi
-	timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1" "${qemu_args[@]}" \
+	timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1$accel_opts" "${qemu_args[@]}" \
 		-serial stdio </dev/null 2>&1 | tee "$out/console.log"
 	return "${PIPESTATUS[0]}"
 }
@@ -105,7 +111,7 @@ run_qemu() { # $1 = accelerator
 t0=$SECONDS
 qrc=0
 if [[ ${KMODLAB_KVM:-0} == 1 && -w /dev/kvm ]]; then
-	run_qemu kvm || qrc=$?
+	accel_opts= run_qemu kvm || qrc=$?
 	if [[ ! -e $out/status ]] && ((qrc != 124)); then
 		echo "vm-run: KVM run failed (status $qrc); retrying under TCG" >&2
 		qrc=0
@@ -117,7 +123,7 @@ fi
 secs=$((SECONDS - t0))
 
 # Put the coverage counters back where gcov and lcov look for them.
-if [[ -d $out/gcov ]]; then
+if ((gcov)) && [[ -d $out/gcov ]]; then
 	(cd "$out/gcov" && find . -name '*.gcda') | while IFS= read -r f; do
 		dst=${f#.}
 		[[ -e ${dst%.gcda}.gcno ]] && cp "$out/gcov/$f" "$dst"

@@ -56,6 +56,7 @@ void kml_stats_unregister(struct kml_stats_set *set);
 void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta);
 void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val);
 u64 kml_stats_read(struct kml_stats_set *set, unsigned int id);
+void kml_stats_reset(struct kml_stats_set *set);
 int kml_stats_hist_read(struct kml_stats_set *set, unsigned int id,
 			struct kml_stats_hist *out);
 

@@ -327,6 +327,20 @@ static void kml_reset_locked(struct kml_stats_set *set)
 	}
 }
 
+/**
+ * kml_stats_reset() - zero one set, as "reset <set>" on the control file
+ * @set: the set
+ *
+ * Context: process context, may sleep.
+ */
+void kml_stats_reset(struct kml_stats_set *set)
+{
+	mutex_lock(&kml_lock);
+	kml_reset_locked(set);
+	mutex_unlock(&kml_lock);
+}
+EXPORT_SYMBOL_GPL(kml_stats_reset);
+
 /* ---- /proc/kmodlab/stats: the seq_file iterator ---- */
 
 /*

@@ -116,6 +116,11 @@ static void check_values(void)
 	CHECK(h->sum == 1000);	/* 0 + 1 + 1000 + (2^64 - 1) wraps */
 	CHECK(h->buckets[0] == 1 && h->buckets[1] == 1);
 	CHECK(h->buckets[10] == 1 && h->buckets[64] == 1);
+	kml_stats_reset(set);
+	CHECK(kml_stats_read(set, 0) == 0);
+	CHECK(kml_stats_hist_read(set, 1, h) == 0 && h->count == 0 && h->sum == 0);
+	kml_stats_inc(set, 0);
+	CHECK(kml_stats_read(set, 0) == 1);
 	kfree(h);
 out:
 	kml_stats_unregister(set);

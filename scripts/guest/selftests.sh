@@ -1,7 +1,12 @@
 #!/bin/bash
-# Runs inside the test guest (via scripts/vm-run.sh): every selftest binary
-# in build/selftests, with the modules from the current build. Output is
+# Runs inside the test guest (via scripts/vm-run.sh): selftest binaries
+# from build/selftests, with the modules from the current build. Output is
 # TAP from kselftest_harness.h; the exit status is non-zero if any failed.
+#
+#   selftests.sh                 every binary
+#   selftests.sh SPEC...         SPEC is BINARY or BINARY:HARNESS-ARGS, e.g.
+#                                "kml_probe_test:-T some_test" (-T excludes a
+#                                test, -r FIXTURE.TEST runs one)
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 export KMODLAB_KO_DIR=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}
@@ -16,17 +21,30 @@ tap=${KMODLAB_OUT:-/tmp}/selftests.tap
 # unload runs every exit path (counted by gcov) before power-off.
 unload_all() {
 	local m
-	for m in kml_stats_apitest kml_sensor kml_stats; do
+	for m in kml_stats_apitest kml_probe kml_probe_target kml_sensor kml_stats; do
 		grep -q "^$m " /proc/modules && rmmod "$m"
 	done
 	return 0
 }
+specs=("$@")
+if ((${#specs[@]} == 0)); then
+	for t in "$repo"/build/selftests/*; do
+		[[ -x $t ]] && specs+=("${t##*/}")
+	done
+fi
 rc=0
-for t in "$repo"/build/selftests/*; do
-	[[ -x $t ]] || continue
+for spec in "${specs[@]}"; do
+	t=$repo/build/selftests/${spec%%:*}
+	args=()
+	[[ $spec == *:* ]] && read -ra args <<< "${spec#*:}"
+	if [[ ! -x $t ]]; then
+		echo "not ok 1 ${spec%%:*} # no such selftest binary" | tee -a "$tap"
+		rc=1
+		continue
+	fi
 	unload_all
-	echo "# selftest: ${t##*/}" | tee -a "$tap"
-	"$t" 2>&1 | tee -a "$tap"
+	echo "# selftest: $spec" | tee -a "$tap"
+	"$t" "${args[@]}" 2>&1 | tee -a "$tap"
 	((PIPESTATUS[0] == 0)) || rc=1
 done
 unload_all

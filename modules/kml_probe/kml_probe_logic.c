@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_probe's pure logic. The filter runs in the entry handler of every
+ * probed call, so it is branch-light and touches nothing but its inputs.
+ */
+#ifdef __KERNEL__
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+#else
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#endif
+
+#include "kml_probe_logic.h"
+
+#define KML_PROBE_FLAGS	(KML_PROBE_F_PID | KML_PROBE_F_TGID | KML_PROBE_F_ARG | \
+			 KML_PROBE_F_COUNT_ONLY)
+
+static bool kml_symbol_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':';
+}
+
+/**
+ * kml_probe_check_name() - is this a plausible kernel symbol?
+ * @func: the name, NUL-terminated within @len bytes
+ * @len: size of the buffer holding @func
+ *
+ * Return: 0, or -EINVAL if empty, unterminated or not [A-Za-z0-9_.:].
+ */
+int kml_probe_check_name(const char *func, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && func[i]; i++)
+		if (!kml_symbol_char(func[i]))
+			return -EINVAL;
+	return i == 0 || i == len ? -EINVAL : 0;
+}
+
+/**
+ * kml_probe_check_attach() - validate an ATTACH argument
+ * @a: the argument
+ *
+ * Return: 0, or -EINVAL for a bad name, unknown or conflicting flags,
+ * too many arguments, a filter on an argument that does not exist, too
+ * large a maxactive or a non-zero reserved field.
+ */
+int kml_probe_check_attach(const struct kml_probe_attach *a)
+{
+	if (kml_probe_check_name(a->func, sizeof(a->func)))
+		return -EINVAL;
+	if (a->flags & ~KML_PROBE_FLAGS || a->reserved)
+		return -EINVAL;
+	if ((a->flags & KML_PROBE_F_PID) && (a->flags & KML_PROBE_F_TGID))
+		return -EINVAL;
+	if ((a->flags & (KML_PROBE_F_PID | KML_PROBE_F_TGID)) && a->pid <= 0)
+		return -EINVAL;
+	if ((a->flags & KML_PROBE_F_ARG) && a->arg_index >= KML_PROBE_MAX_ARGS)
+		return -EINVAL;
+	if (a->nargs > KML_PROBE_MAX_ARGS || a->maxactive > KML_PROBE_MAXACTIVE_MAX)
+		return -EINVAL;
+	/* A plain kprobe sees no return: nothing to capture it into. */
+	if ((a->flags & KML_PROBE_F_COUNT_ONLY) && (a->nargs || a->maxactive))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * kml_probe_check_call() - validate a CALL argument
+ * @c: the argument
+ *
+ * Return: 0, or -EINVAL outside the documented bounds.
+ */
+int kml_probe_check_call(const struct kml_probe_call *c)
+{
+	if (c->delay_ns > KML_PROBE_CALL_MAX_DELAY_NS ||
+	    c->depth > KML_PROBE_CALL_MAX_DEPTH ||
+	    c->count < 1 || c->count > KML_PROBE_CALL_MAX_COUNT)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * kml_probe_pass() - does a call pass the probe's filters?
+ * @a: the probe's settings
+ * @pid: the calling thread's id
+ * @tgid: the calling process's id
+ * @arg: the value of argument @a->arg_index (ignored without the filter)
+ *
+ * Return: true if the call is to be measured.
+ */
+bool kml_probe_pass(const struct kml_probe_attach *a, int pid, int tgid,
+		    __u64 arg)
+{
+	if ((a->flags & KML_PROBE_F_PID) && pid != a->pid)
+		return false;
+	if ((a->flags & KML_PROBE_F_TGID) && tgid != a->pid)
+		return false;
+	if ((a->flags & KML_PROBE_F_ARG) && arg != a->arg_value)
+		return false;
+	return true;
+}
+
+/**
+ * kml_probe_set_name() - the kml_stats set a probe publishes under
+ * @func: the probed function
+ * @slot: the probe's slot, for names that do not fit
+ * @out: the set name
+ * @len: size of @out, at least %KML_STATS_NAME_MAX + 1
+ *
+ * "kp.<func>" when that is a valid stats name, "kp.slot<N>" otherwise
+ * (too long, or "mod:func").
+ */
+void kml_probe_set_name(const char *func, unsigned int slot, char *out,
+			size_t len)
+{
+	size_t n = strlen(func);
+
+	if (n + 3 <= 31 && !strchr(func, ':'))
+		snprintf(out, len, "kp.%s", func);
+	else
+		snprintf(out, len, "kp.slot%u", slot);
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_probe_target - a function of known duration for kml_probe to time.
+ *
+ * It lives in a module of its own, loaded once, because of how the kernel
+ * retires optimized kprobes: after a probe is removed, its jump is taken
+ * out lazily by a worker. If the module holding the probed code were
+ * unloaded and loaded again at the same address before that worker ran, a
+ * new probe there would meet the stale one (a WARN in
+ * reuse_unused_kprobe() on 6.12). Tests reload kml_probe often; its
+ * target's text never moves.
+ */
+#include <linux/export.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/processor.h>
+
+#include "kml_probe_target.h"
+
+/**
+ * kml_probe_target() - busy-wait, recurse, return a known value
+ * @arg: returned, plus @depth
+ * @depth: how many nested calls of itself to make
+ * @delay_ns: busy-wait at each level, after the nested call returns
+ *
+ * A call at depth d takes about (d + 1) * @delay_ns. noipa keeps the
+ * compiler from inlining, cloning or turning the recursion into a loop,
+ * any of which would hide calls from a probe.
+ *
+ * Return: @arg + @depth.
+ */
+__attribute__((__noipa__)) u64 kml_probe_target(u64 arg, u32 depth, u64 delay_ns)
+{
+	u64 ret = depth ? kml_probe_target(arg, depth - 1, delay_ns) + 1 : arg;
+	u64 end = ktime_get_ns() + delay_ns;
+
+	while (ktime_get_ns() < end)
+		cpu_relax();
+	return ret;
+}
+EXPORT_SYMBOL_GPL(kml_probe_target);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("kmodlab");
+MODULE_DESCRIPTION("kmodlab: a function of known duration for kml_probe's tests");

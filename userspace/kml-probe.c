@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml-probe: attach latency probes to kernel functions through
+ * /dev/kml_probe and draw their histograms the way funclatency does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/kml_probe.h>
+
+static const char *prog = "kml-probe";
+static int json;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [ARGS]\n"
+		"\n"
+		"  attach FUNC [--args N] [--pid P | --tgid P] [--arg K=V]\n"
+		"              [--maxactive N] [--count-only]\n"
+		"                          time FUNC with a kretprobe (root)\n"
+		"  detach FUNC             remove its probe (root)\n"
+		"  list                    attached functions with count, avg, min, max, missed\n"
+		"  hist FUNC [-w SECONDS]  log2 latency histogram (of the last SECONDS)\n"
+		"  reset                   zero every probe's results (root)\n"
+		"  call COUNT DELAY_US [DEPTH]\n"
+		"                          run the built-in test target kml_probe_target (root)\n"
+		"\n"
+		"  -j, --json              JSON output\n"
+		"  -h, --help              this text\n", prog);
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void failed(const char *what, const char *func)
+{
+	switch (errno) {
+	case EPERM:
+		die("%s needs root (CAP_SYS_ADMIN)", what);
+	case ENOTTY:
+		die("%s does not understand %s (module and client from different versions?)",
+		    KML_PROBE_DEVICE, what);
+	case ENOENT:
+		if (!strcmp(what, "attach"))
+			die("no such kernel function: %s", func);
+		die("%s is not attached", func);
+	case EEXIST:
+		die("%s is already attached", func);
+	case ENOSPC:
+		die("too many probes: at most %d functions at once", KML_PROBE_MAX_FUNCS);
+	case EINVAL:
+		if (!strcmp(what, "attach"))
+			die("kprobes refuse to probe %s (on the kprobe blacklist, not a function entry, or in a notrace section)",
+			    func);
+		die("%s: invalid argument", what);
+	default:
+		die("%s %s: %s", what, func ? func : "", strerror(errno));
+	}
+}
+
+static int open_dev(void)
+{
+	int fd = open(KML_PROBE_DEVICE, O_RDONLY | O_CLOEXEC);
+	uint32_t v;
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			die("kml_probe is not loaded (%s is missing): run `make demo` or `insmod kml_probe.ko`",
+			    KML_PROBE_DEVICE);
+		die("cannot open %s: %s", KML_PROBE_DEVICE, strerror(errno));
+	}
+	if (ioctl(fd, KML_PROBE_IOC_GET_VERSION, &v))
+		failed("version", NULL);
+	if (v != KML_PROBE_ABI_VERSION)
+		die("%s speaks ABI %u, this client ABI %u", KML_PROBE_DEVICE, v,
+		    KML_PROBE_ABI_VERSION);
+	return fd;
+}
+
+static unsigned long long number(const char *s, unsigned long long max,
+				 const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !*s || *s == '-' || v > max)
+		die("bad %s '%s'", what, s);
+	return v;
+}
+
+static void set_func(char *dst, const char *func)
+{
+	if (strlen(func) >= KML_PROBE_FUNC_LEN)
+		die("function name too long: %s", func);
+	strcpy(dst, func);
+}
+
+static int cmd_attach(int fd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "args", required_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tgid", required_argument, NULL, 't' },
+		{ "arg", required_argument, NULL, 'k' },
+		{ "maxactive", required_argument, NULL, 'm' },
+		{ "count-only", no_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kml_probe_attach a = { 0 };
+	char *eq;
+	int c;
+
+	if (argc < 2)
+		die("%s", "usage: attach FUNC [options]");
+	set_func(a.func, argv[1]);
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			a.nargs = number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
+			break;
+		case 'p':
+		case 't':
+			a.flags |= c == 'p' ? KML_PROBE_F_PID : KML_PROBE_F_TGID;
+			a.pid = number(optarg, 0x7fffffff, "pid");
+			break;
+		case 'k':
+			eq = strchr(optarg, '=');
+			if (!eq)
+				die("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
+			*eq = '\0';
+			a.flags |= KML_PROBE_F_ARG;
+			a.arg_index = number(optarg, KML_PROBE_MAX_ARGS - 1, "argument index (0..5)");
+			a.arg_value = number(eq + 1, UINT64_MAX, "argument value");
+			break;
+		case 'm':
+			a.maxactive = number(optarg, KML_PROBE_MAXACTIVE_MAX, "--maxactive");
+			break;
+		case 'c':
+			a.flags |= KML_PROBE_F_COUNT_ONLY;
+			break;
+		default:
+			exit(2);
+		}
+	}
+	if (optind != argc)
+		die("unexpected argument '%s'", argv[optind]);
+	if ((a.flags & KML_PROBE_F_PID) && (a.flags & KML_PROBE_F_TGID))
+		die("%s", "give --pid or --tgid, not both");
+	if ((a.flags & KML_PROBE_F_COUNT_ONLY) && (a.nargs || a.maxactive))
+		die("%s", "--count-only takes neither --args nor --maxactive");
+	if (ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
+		failed("attach", a.func);
+	return 0;
+}
+
+static int cmd_detach(int fd, int argc, char **argv)
+{
+	struct kml_probe_func f = { { 0 } };
+
+	if (argc != 2)
+		die("%s", "usage: detach FUNC");
+	set_func(f.func, argv[1]);
+	if (ioctl(fd, KML_PROBE_IOC_DETACH, &f))
+		failed("detach", f.func);
+	return 0;
+}
+
+static void get(int fd, const char *func, struct kml_probe_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	set_func(r->func, func);
+	if (ioctl(fd, KML_PROBE_IOC_GET, r))
+		failed("get", func);
+}
+
+static int cmd_list(int fd)
+{
+	struct kml_probe_list l = { .size = sizeof(l) };
+	struct kml_probe_result r;
+	uint32_t i;
+
+	if (ioctl(fd, KML_PROBE_IOC_LIST, &l))
+		failed("list", NULL);
+	if (json)
+		printf("[");
+	else
+		printf("%-32s %10s %12s %12s %12s %8s %8s\n", "FUNCTION", "CALLS",
+		       "AVG ns", "MIN ns", "MAX ns", "MISSED", "FILTERED");
+	for (i = 0; i < l.count; i++) {
+		get(fd, l.funcs[i].func, &r);
+		if (json)
+			printf("%s{\"func\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,"
+			       "\"min_ns\":%llu,\"max_ns\":%llu,\"nmissed\":%llu,"
+			       "\"filtered\":%llu,\"count_only\":%s,\"nargs\":%u,"
+			       "\"maxactive\":%u}", i ? "," : "", r.func,
+			       (unsigned long long)r.count, (unsigned long long)r.sum_ns,
+			       (unsigned long long)r.min_ns, (unsigned long long)r.max_ns,
+			       (unsigned long long)r.nmissed, (unsigned long long)r.filtered,
+			       r.flags & KML_PROBE_F_COUNT_ONLY ? "true" : "false",
+			       r.nargs, r.maxactive);
+		else if (r.flags & KML_PROBE_F_COUNT_ONLY)
+			printf("%-32s %10llu %12s %12s %12s %8llu %8llu\n", r.func,
+			       (unsigned long long)r.count, "-", "-", "-",
+			       (unsigned long long)r.nmissed,
+			       (unsigned long long)r.filtered);
+		else
+			printf("%-32s %10llu %12llu %12llu %12llu %8llu %8llu\n", r.func,
+			       (unsigned long long)r.count,
+			       (unsigned long long)(r.count ? r.sum_ns / r.count : 0),
+			       (unsigned long long)r.min_ns, (unsigned long long)r.max_ns,
+			       (unsigned long long)r.nmissed,
+			       (unsigned long long)r.filtered);
+	}
+	if (json)
+		printf("]\n");
+	return 0;
+}
+
+static void draw(const struct kml_probe_result *r)
+{
+	uint64_t maxc = 0;
+	int first = -1, last = -1, k;
+
+	for (k = 0; k < KML_PROBE_BUCKETS; k++) {
+		if (!r->hist[k])
+			continue;
+		if (first < 0)
+			first = k;
+		last = k;
+		if (r->hist[k] > maxc)
+			maxc = r->hist[k];
+	}
+	if (json) {
+		printf("{\"func\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"nmissed\":%llu,\"buckets\":[",
+		       r->func, (unsigned long long)r->count,
+		       (unsigned long long)r->sum_ns, (unsigned long long)r->nmissed);
+		for (k = first; first >= 0 && k <= last; k++)
+			printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
+			       k == first ? "" : ",",
+			       k ? 1ULL << (k - 1) : 0ULL,
+			       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
+			       (unsigned long long)r->hist[k]);
+		printf("]}\n");
+		return;
+	}
+	printf("Function = %s  (%llu calls, %llu missed)\n", r->func,
+	       (unsigned long long)r->count, (unsigned long long)r->nmissed);
+	printf("%26s : %-10s %-40s\n", "nsecs", "count", "distribution");
+	for (k = first; first >= 0 && k <= last; k++) {
+		unsigned long long lo = k ? 1ULL << (k - 1) : 0;
+		unsigned long long hi = k == 0 ? 0 : k == 64 ? ~0ULL : (1ULL << k) - 1;
+		int bar = (int)(r->hist[k] * 40 / maxc), i;
+
+		printf("%12llu -> %-11llu : %-10llu |", lo, hi,
+		       (unsigned long long)r->hist[k]);
+		for (i = 0; i < 40; i++)
+			putchar(i < bar ? '*' : ' ');
+		printf("|\n");
+	}
+	if (r->count)
+		printf("avg = %llu nsecs, min = %llu, max = %llu\n",
+		       (unsigned long long)(r->sum_ns / r->count),
+		       (unsigned long long)r->min_ns, (unsigned long long)r->max_ns);
+}
+
+static int cmd_hist(int fd, int argc, char **argv)
+{
+	struct kml_probe_result a, b;
+	double secs = 0;
+
+	if (argc == 4 && !strcmp(argv[2], "-w"))
+		secs = (double)number(argv[3], 86400, "seconds");
+	else if (argc != 2)
+		die("%s", "usage: hist FUNC [-w SECONDS]");
+	get(fd, argv[1], &a);
+	if (secs > 0) {
+		struct timespec ts = { .tv_sec = (time_t)secs };
+
+		nanosleep(&ts, NULL);
+		get(fd, argv[1], &b);
+		/* Show only what happened during the window. */
+		for (int k = 0; k < KML_PROBE_BUCKETS; k++)
+			b.hist[k] -= b.hist[k] >= a.hist[k] ? a.hist[k] : b.hist[k];
+		b.count -= b.count >= a.count ? a.count : b.count;
+		b.sum_ns -= b.sum_ns >= a.sum_ns ? a.sum_ns : b.sum_ns;
+		b.nmissed -= b.nmissed >= a.nmissed ? a.nmissed : b.nmissed;
+		a = b;
+	}
+	draw(&a);
+	return 0;
+}
+
+static int cmd_call(int fd, int argc, char **argv)
+{
+	struct kml_probe_call c = { 0 };
+
+	if (argc < 3 || argc > 4)
+		die("%s", "usage: call COUNT DELAY_US [DEPTH]");
+	c.count = number(argv[1], 100000, "count (1..100000)");
+	c.delay_ns = number(argv[2], 10000, "delay (0..10000 us)") * 1000;
+	if (argc == 4)
+		c.depth = number(argv[3], 8, "depth (0..8)");
+	c.arg = 42;
+	if (ioctl(fd, KML_PROBE_IOC_CALL, &c))
+		failed("call", NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int fd, i = 1, ret;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= i;
+	argv += i;
+	if (strcmp(argv[0], "attach") && strcmp(argv[0], "detach") &&
+	    strcmp(argv[0], "list") && strcmp(argv[0], "hist") &&
+	    strcmp(argv[0], "reset") && strcmp(argv[0], "call")) {
+		fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[0]);
+		usage(stderr);
+		return 2;
+	}
+	fd = open_dev();
+	if (!strcmp(argv[0], "attach")) {
+		ret = cmd_attach(fd, argc, argv);
+	} else if (!strcmp(argv[0], "detach")) {
+		ret = cmd_detach(fd, argc, argv);
+	} else if (!strcmp(argv[0], "list")) {
+		ret = cmd_list(fd);
+	} else if (!strcmp(argv[0], "hist")) {
+		ret = cmd_hist(fd, argc, argv);
+	} else if (!strcmp(argv[0], "call")) {
+		ret = cmd_call(fd, argc, argv);
+	} else {
+		if (ioctl(fd, KML_PROBE_IOC_RESET))
+			failed("reset", NULL);
+		ret = 0;
+	}
+	close(fd);
+	return ret;
+}
