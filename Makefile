@@ -79,18 +79,18 @@ userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
 	$(KSCRIPT) unpack
 
-$(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c \
+$(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c selftests/kml_selftest.h \
 		userspace/kml_stats_parse.c userspace/kml_stats_parse.h \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c -lpthread
 
-$(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c \
+$(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c selftests/kml_selftest.h \
 		uapi/linux/kml_sensor.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c \
+$(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c selftests/kml_selftest.h \
 		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
@@ -135,7 +135,11 @@ $(BUILD)/bench/kml_sensor_bench: selftests/bench/kml_sensor_bench.c uapi/linux/k
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-bench-build: $(BUILD)/bench/kml_sensor_bench
+$(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml_probe.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $<
+
+bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench
 
 # ---- running ----
 check:

@@ -13,6 +13,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 lcov -q --capture --directory "$kbuild/modules" --output-file "$out/raw.info" \
+	--ignore-errors gcov \
 	--rc lcov_branch_coverage=1 2> >(grep -v 'redefined at' >&2)
 if [[ -s $out/raw.info ]]; then
 	# The build compiled symlinks in a mirror; report the real sources.

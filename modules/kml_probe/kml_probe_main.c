@@ -108,6 +108,8 @@ static int kml_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	in->t0 = ktime_get_ns();
 	return 0;
 }
+
+/* A probe on its own handler would recurse: keep kprobes off it. */
 NOKPROBE_SYMBOL(kml_entry);
 
 static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -134,6 +136,7 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	}
 	return 0;
 }
+
 NOKPROBE_SYMBOL(kml_return);
 
 static int kml_pre(struct kprobe *kp, struct pt_regs *regs)
@@ -144,6 +147,7 @@ static int kml_pre(struct kprobe *kp, struct pt_regs *regs)
 		kml_stats_inc(fn->stats, ST_CALLS);
 	return 0;
 }
+
 NOKPROBE_SYMBOL(kml_pre);
 
 static void kml_fn_reset(struct kml_fn *fn)

@@ -6,4 +6,8 @@ ko=$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}/modules
 insmod "$ko/kml_stats/kml_stats.ko"
 insmod "$ko/kml_sensor/kml_sensor.ko" channels=8
 "$repo/build/bench/kml_sensor_bench"
-rmmod kml_sensor kml_stats
+echo
+insmod "$ko/kml_probe/kml_probe_target.ko"
+insmod "$ko/kml_probe/kml_probe.ko"
+"$repo/build/bench/kml_probe_bench"
+rmmod kml_probe kml_probe_target kml_sensor kml_stats

@@ -1,7 +1,7 @@
 #!/bin/bash
 # `make demo`, guest side: load each kmodlab module and drive its client,
 # narrating as it goes, so a newcomer sees the whole path work once.
-set -eu
+set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ko=$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}/modules
 bin=$repo/build/bin
@@ -43,6 +43,24 @@ sensors 'kml_sensor-*' 2>/dev/null || cat /sys/class/hwmon/hwmon*/temp*_input
 say "setpriv --reuid=nobody $bin/kml-sensor inject 0 20   # unprivileged: refused"
 setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/kml-sensor" inject 0 20 || echo "(exit status $?)"
 run "$bin/kml-stats" kml_sensor/ioctl
+
+echo
+echo "== kml_probe: kretprobe latency of a real kernel function =="
+run insmod "$ko/kml_probe/kml_probe_target.ko"
+run insmod "$ko/kml_probe/kml_probe.ko"
+run "$bin/kml-probe" attach vfs_read --args 3
+run "$bin/kml-probe" attach kml_probe_target --args 3
+say "reading files for a moment (cat, dd, find)..."
+for _ in $(seq 20); do cat /proc/kmodlab/stats > /dev/null; done
+dd if=/dev/zero of=/dev/null bs=4k count=2000 2>/dev/null
+find /usr/share/doc -maxdepth 2 -name 'copyright' -exec head -c 100 {} + > /dev/null
+run "$bin/kml-probe" hist vfs_read
+run "$bin/kml-probe" call 10 200 2
+run "$bin/kml-probe" hist kml_probe_target
+run "$bin/kml-probe" list
+run "$bin/kml-stats" kp.vfs_read
+run "$bin/kml-probe" attach no_such_function
+run rmmod kml_probe kml_probe_target
 run rmmod kml_sensor kml_stats
 say "$bin/kml-stats; $bin/kml-sensor read   # modules gone: clear errors"
 "$bin/kml-stats" || echo "(exit status $?)"

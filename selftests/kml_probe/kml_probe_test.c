@@ -18,60 +18,22 @@
 
 #include <linux/kml_probe.h>
 #include "kselftest_harness.h"
+#include "../kml_selftest.h"
 
 #define DEV	KML_PROBE_DEVICE
 #define TARGET	"kml_probe_target"
 
-static const char *ko_path(const char *rel)
-{
-	static char path[4096];
-	const char *dir = getenv("KMODLAB_KO_DIR");
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rel);
-	return path;
-}
-
-static int unload(const char *name)
-{
-	for (int i = 0; i < 100; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK) || errno == ENOENT)
-			return 0;
-		if (errno != EAGAIN && errno != EBUSY)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
-}
-
-static int load(const char *rel, const char *params)
-{
-	int fd = open(ko_path(rel), O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret == -EEXIST ? 0 : ret;
-}
-
 static int reload_probe(void)
 {
-	int ret = unload("kml_probe");
+	int ret = kml_unload("kml_probe");
 
 	if (!ret)
-		ret = load("modules/kml_stats/kml_stats.ko", "");
+		ret = kml_load_once("modules/kml_stats/kml_stats.ko", "");
 	if (!ret)
-		ret = load("modules/kml_probe/kml_probe_target.ko", "");
+		ret = kml_load_once("modules/kml_probe/kml_probe_target.ko", "");
 	if (!ret)
-		ret = load("modules/kml_probe/kml_probe.ko", "");
+		ret = kml_load_once("modules/kml_probe/kml_probe.ko", "");
 	return ret;
-}
-
-static void *bad_ptr(void)
-{
-	static volatile unsigned long p = 16;
-
-	return (void *)p;
 }
 
 static int attach(int fd, const char *func, unsigned int flags,
@@ -383,17 +345,17 @@ TEST_F(probe, errors)
 	EXPECT_EQ(-EINVAL, attach_cfg(self->fd, &a));
 	strcpy(a.func, "bad name");
 	EXPECT_EQ(-EINVAL, attach_cfg(self->fd, &a));
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_ATTACH, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_ATTACH, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_DETACH, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_DETACH, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_GET, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_GET, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_LIST, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_LIST, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_CALL, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_CALL, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_GET_VERSION, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_GET_VERSION, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	{
 		struct kml_probe_list l = { .size = 4 };
@@ -568,7 +530,7 @@ TEST(rmmod_with_probes_attached)
 	EXPECT_EQ(1, file_has("/proc/kmodlab/stats", "kp.vfs_read "));
 	close(fd);
 	/* Probes outlive the file; module exit must remove every one. */
-	ASSERT_EQ(0, unload("kml_probe"));
+	ASSERT_EQ(0, kml_unload("kml_probe"));
 	EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", "vfs_read"));
 	EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", "ksys_write"));
 	EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", TARGET));
@@ -578,26 +540,7 @@ TEST(rmmod_with_probes_attached)
 
 /* ---- the client ---- */
 
-static int run(const char *cmd, char *out, size_t outlen)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, outlen - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-#define CLIENT(fmt, ...) ({						\
-	const char *bin = getenv("KMODLAB_BIN");			\
-	snprintf(cmd, sizeof(cmd), "%s/kml-probe " fmt " 2>&1",	\
-		 bin ? bin : ".", ##__VA_ARGS__);			\
-	run(cmd, out, sizeof(out));					\
-})
+#define CLIENT(fmt, ...) KML_CLIENT("kml-probe", fmt, ##__VA_ARGS__)
 
 TEST_F(probe, client)
 {
@@ -629,12 +572,12 @@ TEST_F(probe, client)
 		snprintf(cmd, sizeof(cmd),
 			 "setpriv --reuid=65534 --regid=65534 --clear-groups %s/kml-probe attach vfs_read 2>&1",
 			 bin);
-		EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+		EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 		EXPECT_NE(NULL, strstr(out, "needs root")) TH_LOG("%s", out);
 	}
 	close(self->fd);
 	self->fd = -1;
-	ASSERT_EQ(0, unload("kml_probe"));
+	ASSERT_EQ(0, kml_unload("kml_probe"));
 	EXPECT_EQ(1, CLIENT("list"));
 	EXPECT_NE(NULL, strstr(out, "kml_probe is not loaded")) TH_LOG("%s", out);
 }

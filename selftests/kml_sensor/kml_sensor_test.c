@@ -21,61 +21,20 @@
 
 #include <linux/kml_sensor.h>
 #include "kselftest_harness.h"
+#include "../kml_selftest.h"
 
 #define DEV	KML_SENSOR_DEVICE
 #define NCH	4
 
-static const char *ko_path(const char *rel)
-{
-	static char path[4096];
-	const char *dir = getenv("KMODLAB_KO_DIR");
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rel);
-	return path;
-}
-
-static int unload(const char *name)
-{
-	for (int i = 0; i < 100; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK) || errno == ENOENT)
-			return 0;
-		if (errno != EAGAIN && errno != EBUSY)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
-}
-
-static int load(const char *rel, const char *params)
-{
-	int fd = open(ko_path(rel), O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	if (ret == -EEXIST)
-		ret = 0;
-	close(fd);
-	return ret;
-}
-
 static int reload_sensor(const char *params)
 {
-	int ret = unload("kml_sensor");
+	int ret = kml_unload("kml_sensor");
 
 	if (!ret)
-		ret = load("modules/kml_stats/kml_stats.ko", "");
+		ret = kml_load_once("modules/kml_stats/kml_stats.ko", "");
 	if (!ret)
-		ret = load("modules/kml_sensor/kml_sensor.ko", params);
+		ret = kml_load_once("modules/kml_sensor/kml_sensor.ko", params);
 	return ret;
-}
-
-/* An address that is never mapped, hidden from the compiler's checks. */
-static void *bad_ptr(void)
-{
-	static volatile unsigned long p = 16;
-
-	return (void *)p;
 }
 
 static int inject(int fd, unsigned int ch, int mc)
@@ -180,7 +139,7 @@ TEST_F(dev, get_info)
 	info.size = sizeof(info) + 8;
 	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO, &info));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO, NULL));
 	EXPECT_EQ(EFAULT, errno);
@@ -199,7 +158,7 @@ TEST_F(dev, read_each_channel)
 	}
 	EXPECT_EQ(-EINVAL, read_ch(self->fd, NCH, &r));
 	EXPECT_EQ(-EINVAL, read_ch(self->fd, ~0U, &r));
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_READ, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_READ, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 }
 
@@ -221,7 +180,7 @@ TEST_F(dev, read_all_agrees_with_read)
 	all.size = 8;
 	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_READ_ALL, &all));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_READ_ALL, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_READ_ALL, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	/* Readable size field, unwritable rest: still -EFAULT, nothing half-done. */
 	{
@@ -280,9 +239,9 @@ TEST_F(dev, period_get_set_and_errors)
 		EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_SET_PERIOD, &ms));
 		EXPECT_EQ(EINVAL, errno);
 	}
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_SET_PERIOD, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_SET_PERIOD, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_PERIOD, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_PERIOD, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	expect_unchanged(_metadata, self->fd, &self->before);
 }
@@ -320,9 +279,9 @@ TEST_F(dev, alarm_get_set_and_errors)
 	a.channel = NCH;
 	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_ALARM, &a));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_SET_ALARM, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_SET_ALARM, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_ALARM, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_ALARM, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	expect_unchanged(_metadata, self->fd, &self->before);
 }
@@ -344,7 +303,7 @@ TEST_F(dev, inject_errors)
 			TH_LOG("case %u accepted", i);
 		EXPECT_EQ(EINVAL, errno);
 	}
-	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_INJECT, bad_ptr()));
+	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_INJECT, kml_bad_ptr()));
 	EXPECT_EQ(EFAULT, errno);
 	expect_unchanged(_metadata, self->fd, &self->before);
 }
@@ -376,7 +335,7 @@ TEST_F(dev, unprivileged_inject_and_reset_are_eperm)
 		if (ioctl(fd, KML_SENSOR_IOC_RESET) != -1 || errno != EPERM)
 			_exit(14);
 		/* Privilege is checked before the argument is even read. */
-		if (ioctl(fd, KML_SENSOR_IOC_INJECT, bad_ptr()) != -1 || errno != EPERM)
+		if (ioctl(fd, KML_SENSOR_IOC_INJECT, kml_bad_ptr()) != -1 || errno != EPERM)
 			_exit(15);
 		_exit(0);
 	}
@@ -513,7 +472,7 @@ TEST_F(dev, read_errors_keep_the_record)
 	ASSERT_EQ(0, set_alarm(self->fd, 0, 0, 10000));
 	EXPECT_EQ(-1, read(nb, small, sizeof(small)));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-1, syscall(SYS_read, nb, bad_ptr(), sizeof(ev[0])));
+	EXPECT_EQ(-1, syscall(SYS_read, nb, kml_bad_ptr(), sizeof(ev[0])));
 	EXPECT_EQ(EFAULT, errno);
 	/* Still there after both failures; a big buffer gets whole records. */
 	EXPECT_EQ((ssize_t)sizeof(ev[0]), read(nb, ev, sizeof(ev[0]) * 2 + 5));
@@ -660,7 +619,7 @@ TEST(rmmod_while_open)
 	EXPECT_EQ(EWOULDBLOCK, errno);
 	EXPECT_EQ(0, read_ch(fd, 1, &r));
 	close(fd);
-	EXPECT_EQ(0, unload("kml_sensor"));
+	EXPECT_EQ(0, kml_unload("kml_sensor"));
 	EXPECT_EQ(-1, access(DEV, F_OK));
 	ASSERT_EQ(0, reload_sensor(""));
 }
@@ -701,8 +660,8 @@ TEST(rmmod_races_open_close)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, open_close_loop, &h));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		if (unload("kml_sensor") == 0 &&
-		    load("modules/kml_sensor/kml_sensor.ko", "") == 0)
+		if (kml_unload("kml_sensor") == 0 &&
+		    kml_load("modules/kml_sensor/kml_sensor.ko", "") == 0)
 			cycles++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (t.tv_sec - t0.tv_sec < 3);
@@ -867,26 +826,7 @@ TEST_F_TIMEOUT(dev, fuzz_random_ioctls, 300)
 
 /* ---- the client ---- */
 
-static int run(const char *cmd, char *out, size_t outlen)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, outlen - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-#define CLIENT(fmt, ...) ({						\
-	const char *bin = getenv("KMODLAB_BIN");			\
-	snprintf(cmd, sizeof(cmd), "%s/kml-sensor " fmt " 2>&1",	\
-		 bin ? bin : ".", ##__VA_ARGS__);			\
-	run(cmd, out, sizeof(out));					\
-})
+#define CLIENT(fmt, ...) KML_CLIENT("kml-sensor", fmt, ##__VA_ARGS__)
 
 TEST_F(dev, client)
 {
@@ -914,7 +854,7 @@ TEST_F(dev, client)
 		snprintf(cmd, sizeof(cmd),
 			 "(sleep 0.5; %s/kml-sensor inject 1 7) & %s/kml-sensor --json wait -t 10 2>&1; wait",
 			 bin, bin);
-		EXPECT_EQ(0, run(cmd, out, sizeof(out)));
+		EXPECT_EQ(0, kml_run(cmd, out, sizeof(out)));
 		EXPECT_NE(NULL, strstr(out, "\"value_mc\":7000,\"zone\":\"high\"")) TH_LOG("%s", out);
 	}
 	EXPECT_EQ(3, CLIENT("wait -t 1"));
@@ -933,25 +873,25 @@ TEST_F(dev, client)
 
 		snprintf(cmd, sizeof(cmd),
 			 "setpriv --reuid=65534 --regid=65534 --clear-groups %s/kml-sensor reset 2>&1", bin);
-		EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+		EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 		EXPECT_NE(NULL, strstr(out, "needs root")) TH_LOG("%s", out);
 	}
 	EXPECT_EQ(0, CLIENT("reset"));
 	close(self->fd);
 	self->fd = -1;
-	ASSERT_EQ(0, unload("kml_sensor"));
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
 	EXPECT_EQ(1, CLIENT("read"));
 	EXPECT_NE(NULL, strstr(out, "kml_sensor is not loaded")) TH_LOG("%s", out);
 }
 
 TEST(bad_module_parameters)
 {
-	ASSERT_EQ(0, unload("kml_sensor"));
-	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
-	EXPECT_EQ(-EINVAL, load("modules/kml_sensor/kml_sensor.ko", "channels=0"));
-	EXPECT_EQ(-EINVAL, load("modules/kml_sensor/kml_sensor.ko", "channels=17"));
-	EXPECT_EQ(0, load("modules/kml_sensor/kml_sensor.ko", "channels=16 seed=7"));
-	ASSERT_EQ(0, unload("kml_sensor"));
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	EXPECT_EQ(-EINVAL, kml_load("modules/kml_sensor/kml_sensor.ko", "channels=0"));
+	EXPECT_EQ(-EINVAL, kml_load("modules/kml_sensor/kml_sensor.ko", "channels=17"));
+	EXPECT_EQ(0, kml_load("modules/kml_sensor/kml_sensor.ko", "channels=16 seed=7"));
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
 }
 
 TEST_HARNESS_MAIN

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "../kml_selftest.h"
 #include "../../userspace/kml_stats_parse.h"
 
 #define STATS	"/proc/kmodlab/stats"
@@ -27,48 +28,12 @@
 #define PARAM	"/sys/module/kml_stats/parameters/demo_counters"
 #define BIG	4000	/* demo counters: makes the file well over 64 KiB */
 
-static const char *ko_path(const char *rel)
-{
-	static char path[4096];
-	const char *dir = getenv("KMODLAB_KO_DIR");
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", rel);
-	return path;
-}
-
-static int unload(const char *name)
-{
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK))
-			return 0;
-		if (errno == ENOENT)
-			return 0;
-		if (errno != EAGAIN && errno != EBUSY)
-			return -errno;
-		usleep(20000);
-	}
-	return -EBUSY;
-}
-
-static int load(const char *rel, const char *params)
-{
-	int fd = open(ko_path(rel), O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 /* (Re)load kml_stats with @params so each test starts from known state. */
 static int reload_stats(const char *params)
 {
-	int ret = unload("kml_stats");
+	int ret = kml_unload("kml_stats");
 
-	return ret ? ret : load("modules/kml_stats/kml_stats.ko", params);
+	return ret ? ret : kml_load("modules/kml_stats/kml_stats.ko", params);
 }
 
 /* Reads all of @path in reads of @chunk bytes. Caller frees. */
@@ -151,14 +116,14 @@ TEST(load_unload)
 	ASSERT_EQ(0, reload_stats("demo_counters=3"));
 	ASSERT_EQ(0, stat(STATS, &st));
 	ASSERT_EQ(0, stat(CONTROL, &st));
-	ASSERT_EQ(0, unload("kml_stats"));
+	ASSERT_EQ(0, kml_unload("kml_stats"));
 	ASSERT_EQ(-1, stat("/proc/kmodlab", &st));
 	ASSERT_EQ(ENOENT, errno);
 	/* Out-of-range parameters refuse the load rather than clamp. */
-	ASSERT_EQ(-EINVAL, load("modules/kml_stats/kml_stats.ko",
+	ASSERT_EQ(-EINVAL, kml_load("modules/kml_stats/kml_stats.ko",
 				"demo_counters=4001"));
 	ASSERT_EQ(-1, stat("/proc/kmodlab", &st));
-	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", ""));
 }
 
 FIXTURE(big) {
@@ -435,14 +400,14 @@ TEST(demo_param_rejects_out_of_range)
 TEST(api_from_another_module)
 {
 	ASSERT_EQ(0, reload_stats(""));
-	unload("kml_stats_apitest");
+	kml_unload("kml_stats_apitest");
 	/* Its init runs every check and fails the load if one fails. */
-	ASSERT_EQ(0, load("modules/tests/kml_stats_apitest.ko", ""))
+	ASSERT_EQ(0, kml_load("modules/tests/kml_stats_apitest.ko", ""))
 		TH_LOG("see the guest's dmesg for the failed check");
 	/* A user of the API pins kml_stats. */
 	EXPECT_EQ(-1, syscall(SYS_delete_module, "kml_stats", O_NONBLOCK));
 	EXPECT_EQ(EWOULDBLOCK, errno);
-	ASSERT_EQ(0, unload("kml_stats_apitest"));
+	ASSERT_EQ(0, kml_unload("kml_stats_apitest"));
 }
 
 /* ---- races ---- */
@@ -516,14 +481,14 @@ TEST(rmmod_while_reader_holds_file_open)
 	ASSERT_GE(cfd, 0);
 	ASSERT_EQ(sizeof(buf), read(fd, buf, sizeof(buf)));
 	/* An open proc file does not pin the module: procfs cuts it off. */
-	ASSERT_EQ(0, unload("kml_stats"));
+	ASSERT_EQ(0, kml_unload("kml_stats"));
 	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
 	EXPECT_EQ(EIO, errno);
 	EXPECT_EQ(-1, write(cfd, "reset", 5));
 	EXPECT_EQ(EIO, errno);
 	EXPECT_EQ(0, close(fd));
 	EXPECT_EQ(0, close(cfd));
-	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", ""));
 }
 
 /* Readers in a tight loop while the module comes and goes underneath. */
@@ -538,8 +503,8 @@ TEST_F_TIMEOUT(big, rmmod_races_readers, 120)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, reader, &r));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		ASSERT_EQ(0, unload("kml_stats"));
-		ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko",
+		ASSERT_EQ(0, kml_unload("kml_stats"));
+		ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko",
 				  "demo_counters=500"));
 		cycles++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -554,20 +519,6 @@ TEST_F_TIMEOUT(big, rmmod_races_readers, 120)
 }
 
 /* ---- the client ---- */
-
-static int run(const char *cmd, char *out, size_t outlen)
-{
-	FILE *p = popen(cmd, "r");
-	size_t n;
-	int st;
-
-	if (!p)
-		return -1;
-	n = fread(out, 1, outlen - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static const char *client(void)
 {
@@ -584,13 +535,13 @@ TEST(client_table_json_filter)
 
 	ASSERT_EQ(0, reload_stats("demo_counters=20"));
 	snprintf(cmd, sizeof(cmd), "%s demo/c0001 2>&1", client());
-	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "SET"));
 	EXPECT_NE(NULL, strstr(out, "c00017"));
 	EXPECT_EQ(NULL, strstr(out, "c00002 ")) TH_LOG("filter ignored: %s", out);
 
 	snprintf(cmd, sizeof(cmd), "%s --json demo/values 2>&1", client());
-	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out)));
 	EXPECT_EQ(0, strcmp(out,
 		"[{\"set\":\"demo\",\"name\":\"values\",\"type\":\"hist\","
 		"\"count\":20,\"sum\":190,\"buckets\":{\"0\":1,\"1\":1,"
@@ -598,7 +549,7 @@ TEST(client_table_json_filter)
 
 	snprintf(cmd, sizeof(cmd), "%s -w 0.2 -c 3 -j kml_stats/opens 2>&1",
 		 client());
-	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "\"rate\":")) TH_LOG("%s", out);
 }
 
@@ -608,20 +559,20 @@ TEST(client_reset_and_errors)
 
 	ASSERT_EQ(0, reload_stats("demo_counters=5"));
 	snprintf(cmd, sizeof(cmd), "%s reset demo 2>&1", client());
-	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out)));
 	snprintf(cmd, sizeof(cmd), "%s reset nosuch 2>&1", client());
-	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "no such set")) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups %s reset 2>&1",
 		 client());
-	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "needs root")) TH_LOG("%s", out);
 
-	ASSERT_EQ(0, unload("kml_stats"));
+	ASSERT_EQ(0, kml_unload("kml_stats"));
 	snprintf(cmd, sizeof(cmd), "%s 2>&1", client());
-	EXPECT_EQ(1, run(cmd, out, sizeof(out)));
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "kml_stats is not loaded")) TH_LOG("%s", out);
-	ASSERT_EQ(0, load("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", ""));
 }
 
 TEST_HARNESS_MAIN
