@@ -21,8 +21,9 @@ else
 KDIR_DEP  :=
 KBUILDDIR := $(BUILD)/kmod/custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8)
 endif
-# kselftest_harness.h comes from the kernel source tree, never the repo.
-KSRC    ?= $(shell $(KSCRIPT) src)
+# kselftest_harness.h comes from the kernel source tree, never the repo:
+# always 6.12's, whatever kernel the tests run on (6.1's lacks -r/-T).
+KSRC    ?= $(shell KVER=6.12 $(KSCRIPT) src)
 
 CC      ?= gcc
 USER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
@@ -77,7 +78,7 @@ $(BUILD)/bin/kml-probe: userspace/kml-probe.c uapi/linux/kml_probe.h
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
-	$(KSCRIPT) unpack
+	KVER=6.12 $(KSCRIPT) unpack
 
 $(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c selftests/kml_selftest.h \
 		userspace/kml_stats_parse.c userspace/kml_stats_parse.h \

@@ -76,6 +76,8 @@ rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 {
+	# The guest must pick the modules built for the kernel it runs.
+	printf 'export KVER=%q PROFILE=%q\n' "${KVER:-6.12}" "${PROFILE:-default}"
 	printf 'cd %q || exit 1\n' "$repo"
 	printf 'exec'
 	printf ' %q' "$@"

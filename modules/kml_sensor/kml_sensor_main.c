@@ -573,7 +573,11 @@ static const struct hwmon_channel_info kml_temp_info = {
 	.config	= kml_temp_config,
 };
 
-static const struct hwmon_channel_info *const kml_hwmon_info[] = {
+/*
+ * Not "* const": hwmon_chip_info.info only became a pointer to const
+ * pointers in 6.4, and this form converts to either.
+ */
+static const struct hwmon_channel_info *kml_hwmon_info[] = {
 	&kml_temp_info,
 	NULL,
 };

