@@ -32,11 +32,11 @@ SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
 HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-CLIENTS   := kml-stats kml-sensor kml-probe
-SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test
+CLIENTS   := kml-stats kml-sensor kml-probe kml-ring
+SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
-	     test_kml_probe_logic
-FUZZERS   := fuzz_kml_stats
+	     test_kml_probe_logic test_kml_ring_logic
+FUZZERS   := fuzz_kml_stats fuzz_kml_ring
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
 	bench bench-build clean distclean
@@ -75,6 +75,13 @@ $(BUILD)/bin/kml-probe: userspace/kml-probe.c uapi/linux/kml_probe.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
+RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
+
+$(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h \
+		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c
+
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
@@ -95,6 +102,12 @@ $(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c selftest
 		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/kml_selftest.h \
+		$(RING_LIB) userspace/kml_ring_lib.h modules/kml_ring/kml_ring_logic.h \
+		uapi/linux/kml_ring.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(RING_LIB) -lpthread
 
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
 
@@ -120,11 +133,21 @@ $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_probe/kml_probe_logic.c
 
+$(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
+		modules/kml_ring/kml_ring_logic.c modules/kml_ring/kml_ring_logic.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_ring/kml_ring_logic.c
+
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 
 # libFuzzer targets (clang); `make check` runs each for a bounded time.
 $(BUILD)/fuzz/fuzz_kml_stats: selftests/fuzz/fuzz_kml_stats.c \
 		modules/kml_stats/kml_stats_logic.c userspace/kml_stats_parse.c
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $^
+
+$(BUILD)/fuzz/fuzz_kml_ring: selftests/fuzz/fuzz_kml_ring.c modules/kml_ring/kml_ring_logic.c
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
 		-fsanitize=fuzzer,address,undefined -o $@ $^

@@ -106,14 +106,18 @@ struct kml_ring_sample {
  * @rate: records per second, 0 for as fast as possible
  * @count: stop after this many records, 0 for until STOP
  * @cpu: CPU to run on, or -1 for any
+ * @flags: %KML_RING_PRODUCE_NOFILL to leave the sample bytes unwritten
+ *	(csum 0), so benchmarks measure the ring rather than the filling
  */
 struct kml_ring_produce {
 	__u32 record_size;
 	__u32 rate;
 	__u64 count;
 	__s32 cpu;
-	__u32 reserved;
+	__u32 flags;
 };
+
+#define KML_RING_PRODUCE_NOFILL	0x1U
 
 #define KML_RING_IOC_MAGIC	0xBD
 

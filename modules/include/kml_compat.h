@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place kmodlab bends to kernel API changes between the kernels
+ * it supports (6.1 and 6.12), so the modules read as current kernel code.
+ */
+#ifndef _KML_COMPAT_H
+#define _KML_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/version.h>
+
+/*
+ * vm_flags became read-only in 6.3: writers must use vm_flags_set() and
+ * vm_flags_clear() (which also take the right lock). Before that, the
+ * field was written directly.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+#endif /* _KML_COMPAT_H */

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Host unit tests for kml_ring's index arithmetic and record checks. */
+#include <errno.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "../../modules/kml_ring/kml_ring_logic.h"
+
+TEST(place_without_wrap)
+{
+	__u32 pad = 99;
+
+	ASSERT_EQ(0, kml_ring_place(0, 0, 4096, 64, &pad));
+	ASSERT_EQ(0, pad);
+	/* Exactly full. */
+	ASSERT_EQ(0, kml_ring_place(4032, 0, 4096, 64, &pad));
+	ASSERT_EQ(-ENOSPC, kml_ring_place(4096, 0, 4096, 64, &pad));
+	ASSERT_EQ(0, kml_ring_place(4096, 64, 4096, 64, &pad));
+	ASSERT_EQ(0, pad);
+}
+
+TEST(place_pads_at_the_end)
+{
+	__u32 pad;
+
+	/* 200-byte record at offset 4000: 96 bytes of padding, then 0. */
+	ASSERT_EQ(0, kml_ring_place(4000, 4000, 4096, 200, &pad));
+	ASSERT_EQ(96, pad);
+	/* Padding counts against free space. */
+	ASSERT_EQ(-ENOSPC, kml_ring_place(4000, 150, 4096, 200, &pad));
+	ASSERT_EQ(0, kml_ring_place(4000, 200, 4096, 200, &pad));
+	/* Many wraps later, the same offsets. */
+	ASSERT_EQ(0, kml_ring_place(4096ULL * 1000000 + 4000, 4096ULL * 1000000 + 4000,
+				    4096, 200, &pad));
+	ASSERT_EQ(96, pad);
+}
+
+TEST(clamp_tail)
+{
+	ASSERT_EQ(100, kml_ring_clamp_tail(100, 100, 64));
+	ASSERT_EQ(100, kml_ring_clamp_tail(100, 5000, 64));
+	ASSERT_EQ(36, kml_ring_clamp_tail(100, 0, 64));
+	ASSERT_EQ(50, kml_ring_clamp_tail(100, 50, 64));
+}
+
+TEST(checks)
+{
+	struct kml_ring_produce p = { .record_size = 64, .cpu = -1 };
+
+	ASSERT_EQ(0, kml_ring_check_pages(1));
+	ASSERT_EQ(0, kml_ring_check_pages(KML_RING_MAX_PAGES));
+	ASSERT_EQ(-EINVAL, kml_ring_check_pages(0));
+	ASSERT_EQ(-EINVAL, kml_ring_check_pages(6));
+	ASSERT_EQ(-EINVAL, kml_ring_check_pages(KML_RING_MAX_PAGES * 2));
+	ASSERT_EQ(0, kml_ring_check_produce(&p, 4096));
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 0));
+	p.record_size = 1025;
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
+	p.record_size = 24;
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
+	p.record_size = 64;
+	p.cpu = -2;
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
+	p.cpu = 0;
+	p.flags = 2;
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
+	ASSERT_EQ(64, kml_ring_align(57));
+	ASSERT_EQ(64, kml_ring_align(64));
+}
+
+TEST(samples_and_walking)
+{
+	static __u8 area[256] __attribute__((aligned(8)));
+	struct kml_ring_rec *rec = (void *)area;
+	struct kml_ring_sample *s = (void *)(rec + 1);
+	__u32 sz;
+
+	rec->type = KML_RING_REC_SAMPLE;
+	rec->size = 64;
+	s->seq = 7;
+	s->len = 64 - sizeof(*rec) - sizeof(*s);
+	kml_ring_fill(7, s->data, s->len);
+	s->csum = kml_ring_csum(s->data, s->len);
+	ASSERT_EQ(0, kml_ring_check_sample(rec, 7));
+	ASSERT_EQ(-ERANGE, kml_ring_check_sample(rec, 8));
+	s->data[3] ^= 1;
+	ASSERT_EQ(-EINVAL, kml_ring_check_sample(rec, 7));
+	s->data[3] ^= 1;
+	s->len = 1000;
+	ASSERT_EQ(-EINVAL, kml_ring_check_sample(rec, 7));
+
+	ASSERT_EQ(0, kml_ring_next(area, 256, 0, 64, &sz));
+	ASSERT_EQ(64, sz);
+	ASSERT_EQ(-EINVAL, kml_ring_next(area, 256, 0, 32, &sz));	/* past head */
+	rec->size = 12;
+	ASSERT_EQ(-EINVAL, kml_ring_next(area, 256, 0, 64, &sz));	/* unaligned */
+	rec->size = 512;
+	ASSERT_EQ(-EINVAL, kml_ring_next(area, 256, 0, 1024, &sz));	/* past end */
+	/* An 8-byte PAD record is legal; an 8-byte sample is not. */
+	rec->type = KML_RING_REC_PAD;
+	rec->size = 8;
+	ASSERT_EQ(0, kml_ring_next(area, 256, 256 * 3, 256 * 3 + 8, &sz));
+	rec->type = KML_RING_REC_SAMPLE;
+	ASSERT_EQ(-EINVAL, kml_ring_next(area, 256, 0, 64, &sz));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml-ring: drive /dev/kml_ring. Each open file has its own ring, so
+ * `produce` starts the in-kernel producer on this client's ring and
+ * consumes it in place, checking every record; `consume` shows what other
+ * modules write with kml_ring_write(); `stat` shows device-wide counters.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kml_ring_lib.h"
+#include "kml_stats_parse.h"
+#include "../modules/kml_ring/kml_ring_logic.h"
+
+static const char *prog = "kml-ring";
+static int json, print;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [OPTIONS]\n"
+		"\n"
+		"  stat                    device-wide counters (records, bytes, lost, wakeups)\n"
+		"  produce [OPTIONS]       run the in-kernel producer into this client's ring,\n"
+		"                          consume it in place, check every record, report rates\n"
+		"      --size BYTES        record size, header included (default 64)\n"
+		"      --rate N            records per second, 0 = as fast as possible (default 1000)\n"
+		"      --count N           records to produce (default: until --seconds)\n"
+		"      --seconds S         how long (default 3)\n"
+		"      --cpu C             run the producer on CPU C\n"
+		"  consume [OPTIONS]       print records other modules write (kml_ring_write())\n"
+		"      --seconds S         how long (default 10), or --count N records\n"
+		"  common: --pages P (ring data pages, power of two, default 64),\n"
+		"          --watermark BYTES (wake after this much, default 1), --print\n"
+		"\n"
+		"  -j, --json              JSON output\n"
+		"  -h, --help              this text\n", prog);
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned long long num(const char *s, unsigned long long max, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !*s || *s == '-' || v > max)
+		die("bad %s '%s'", what, s);
+	return v;
+}
+
+static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
+{
+	int ret = kml_ring_user_open(r, pages);
+
+	if (ret == -ENOENT)
+		die("kml_ring is not loaded (%s is missing): run `make demo` or `insmod kml_ring.ko`",
+		    KML_RING_DEVICE);
+	if (ret == -EINVAL)
+		die("bad --pages %u: give a power of two, 1..%d", pages, KML_RING_MAX_PAGES);
+	if (ret)
+		die("cannot set up the ring: %s", strerror(-ret));
+	if (ioctl(r->fd, KML_RING_IOC_SET_WATERMARK, &wm))
+		die("bad --watermark %llu: give 1..%llu bytes", (unsigned long long)wm,
+		    (unsigned long long)r->size);
+}
+
+struct tally {
+	uint64_t records, bytes, bad, next_seq, gaps;
+	uint64_t want;
+};
+
+static int on_sample(const struct kml_ring_rec *rec, void *arg)
+{
+	struct tally *t = arg;
+	const struct kml_ring_sample *s = (const void *)(rec + 1);
+	int ret = kml_ring_check_sample(rec, t->next_seq);
+
+	if (ret == -ERANGE && s->seq > t->next_seq)
+		t->gaps += s->seq - t->next_seq;	/* records the kernel dropped */
+	else if (ret)
+		t->bad++;
+	t->next_seq = s->seq + 1;
+	t->records++;
+	t->bytes += rec->size;
+	if (print && !json)
+		printf("sample seq %" PRIu64 " size %u t %" PRIu64 "\n",
+		       (uint64_t)s->seq, rec->size, (uint64_t)rec->timestamp_ns);
+	return t->want && t->records + t->gaps >= t->want;
+}
+
+static int cmd_produce(struct kml_ring_produce *p, unsigned int pages,
+		       uint64_t wm, double seconds)
+{
+	struct kml_ring_user r;
+	struct tally t = { .want = p->count };
+	double t0, dt;
+	long n;
+
+	open_ring(&r, pages, wm);
+	if (ioctl(r.fd, KML_RING_IOC_START, p)) {
+		if (errno == EINVAL)
+			die("bad producer settings: size %u..%llu bytes, --cpu an online CPU",
+			    (unsigned int)(sizeof(struct kml_ring_rec) + sizeof(struct kml_ring_sample)),
+			    (unsigned long long)r.size / 4);
+		die("start: %s", strerror(errno));
+	}
+	t0 = now();
+	while ((dt = now() - t0) < seconds) {
+		int w = kml_ring_user_wait(&r, 100);
+
+		if (w < 0)
+			die("poll: %s", strerror(-w));
+		n = kml_ring_user_consume(&r, on_sample, &t);
+		if (n < 0)
+			die("%s", "malformed record in the ring");
+		if (t.want && t.records + t.gaps >= t.want)
+			break;
+	}
+	dt = now() - t0;
+	ioctl(r.fd, KML_RING_IOC_STOP);
+	if (json)
+		printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"lost\":%llu,"
+		       "\"corrupt\":%" PRIu64 ",\"seconds\":%.3f,\"records_per_s\":%.0f,"
+		       "\"bytes_per_s\":%.0f}\n", t.records, t.bytes,
+		       (unsigned long long)r.ctrl->lost, t.bad, dt, t.records / dt,
+		       t.bytes / dt);
+	else
+		printf("%" PRIu64 " records, %" PRIu64 " bytes in %.2f s: %.0f records/s, %.2f MB/s; "
+		       "lost %llu, corrupt %" PRIu64 "\n", t.records, t.bytes, dt,
+		       t.records / dt, t.bytes / dt / 1e6,
+		       (unsigned long long)r.ctrl->lost, t.bad);
+	kml_ring_user_close(&r);
+	return t.bad ? 1 : 0;
+}
+
+static int on_record(const struct kml_ring_rec *rec, void *arg)
+{
+	uint64_t *count = arg;
+	const uint8_t *p = (const void *)(rec + 1);
+	uint32_t len = rec->size - sizeof(*rec), i;
+
+	(*count)++;
+	if (json) {
+		printf("{\"type\":%u,\"size\":%u,\"timestamp_ns\":%" PRIu64 ",\"payload\":\"",
+		       rec->type, rec->size, (uint64_t)rec->timestamp_ns);
+		for (i = 0; i < len && i < 32; i++)
+			printf("%02x", p[i]);
+		printf("\"}\n");
+	} else {
+		printf("type %#x size %u t %" PRIu64 ":", rec->type, rec->size,
+		       (uint64_t)rec->timestamp_ns);
+		for (i = 0; i < len && i < 16; i++)
+			printf(" %02x", p[i]);
+		printf("\n");
+	}
+	return 0;
+}
+
+static int cmd_consume(unsigned int pages, uint64_t wm, double seconds,
+		       uint64_t count)
+{
+	struct kml_ring_user r;
+	uint64_t got = 0;
+	double t0 = now();
+
+	open_ring(&r, pages, wm);
+	while (now() - t0 < seconds && (!count || got < count)) {
+		kml_ring_user_wait(&r, 100);
+		if (kml_ring_user_consume(&r, on_record, &got) < 0)
+			die("%s", "malformed record in the ring");
+		fflush(stdout);
+	}
+	if (!json)
+		fprintf(stderr, "%s: %" PRIu64 " records, %llu lost\n", prog, got,
+			(unsigned long long)r.ctrl->lost);
+	kml_ring_user_close(&r);
+	return 0;
+}
+
+static int cmd_stat(void)
+{
+	const char *dir = getenv("KMODLAB_PROC_DIR");
+	char path[4200], *buf;
+	size_t len = 0, cap = 1 << 16, bad, i;
+	struct kml_snapshot s;
+	FILE *f;
+	int any = 0;
+
+	snprintf(path, sizeof(path), "%s/stats", dir && *dir ? dir : KML_STATS_PROC_DIR);
+	f = fopen(path, "r");
+	if (!f)
+		die("%s", "kml_stats is not loaded: run `make demo` or `insmod kml_stats.ko kml_ring.ko`");
+	buf = malloc(cap);
+	while (buf && (i = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += i;
+		if (len == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	fclose(f);
+	if (!buf || kml_parse_text(buf, len, &s, &bad))
+		die("cannot parse %s", path);
+	free(buf);
+	if (json)
+		printf("{");
+	for (i = 0; i < s.n; i++) {
+		if (strcmp(s.recs[i].set, "kml_ring") || s.recs[i].type != KML_REC_COUNTER)
+			continue;
+		if (json)
+			printf("%s\"%s\":%" PRIu64, any ? "," : "", s.recs[i].name, s.recs[i].value);
+		else
+			printf("%-12s %" PRIu64 "\n", s.recs[i].name, s.recs[i].value);
+		any = 1;
+	}
+	if (json)
+		printf("}\n");
+	kml_snapshot_free(&s);
+	if (!any)
+		die("%s", "kml_ring is not loaded: run `make demo` or `insmod kml_ring.ko`");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "size", required_argument, NULL, 's' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "pages", required_argument, NULL, 'p' },
+		{ "watermark", required_argument, NULL, 'w' },
+		{ "print", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kml_ring_produce p = { .record_size = 64, .rate = 1000, .cpu = -1 };
+	unsigned int pages = 64;
+	uint64_t wm = 1, count = 0;
+	double seconds = -1;
+	const char *cmd = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return 0;
+		case 's': p.record_size = num(optarg, 1 << 20, "--size"); break;
+		case 'r': p.rate = num(optarg, 100000000, "--rate"); break;
+		case 'n': count = num(optarg, UINT64_MAX, "--count"); break;
+		case 't': seconds = (double)num(optarg, 86400, "--seconds"); break;
+		case 'c': p.cpu = (int)num(optarg, 4096, "--cpu"); break;
+		case 'p': pages = num(optarg, KML_RING_MAX_PAGES, "--pages"); break;
+		case 'w': wm = num(optarg, UINT64_MAX, "--watermark"); break;
+		case 'P': print = 1; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		cmd = argv[optind++];
+	if (!cmd || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat();
+	if (!strcmp(cmd, "produce")) {
+		p.count = count;
+		return cmd_produce(&p, pages, wm, seconds < 0 ? (count ? 3600 : 3) : seconds);
+	}
+	if (!strcmp(cmd, "consume"))
+		return cmd_consume(pages, wm, seconds < 0 ? 10 : seconds, count);
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+	usage(stderr);
+	return 2;
+}
