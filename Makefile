@@ -163,7 +163,12 @@ $(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench
+$(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) userspace/kml_ring_lib.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB)
+
+bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench \
+	     $(BUILD)/bench/kml_ring_bench
 
 # ---- running ----
 check:

@@ -7,14 +7,19 @@
 #define _KML_COMPAT_H
 
 #include <linux/mm.h>
-#include <linux/version.h>
+
+/*
+ * Each KML_HAVE_* is set by probing the kernel's headers at build time
+ * (see the top-level Kbuild), not by comparing version numbers, which
+ * lie on vendor kernels that backport API changes.
+ */
 
 /*
  * vm_flags became read-only in 6.3: writers must use vm_flags_set() and
  * vm_flags_clear() (which also take the right lock). Before that, the
  * field was written directly.
  */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+#ifndef KML_HAVE_VM_FLAGS_SET
 static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
 	vma->vm_flags |= flags;

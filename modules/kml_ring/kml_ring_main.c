@@ -94,14 +94,17 @@ static void kml_ring_free_pages(struct page **pages, unsigned int n, void *data)
 
 static u64 kml_tail(struct kml_ring *r)
 {
-	return kml_ring_clamp_tail(r->head, smp_load_acquire(&r->ctrl->tail),
-				   r->size);
+	/* Pairs with the consumer's store-release: it is done with the space. */
+	u64 tail = smp_load_acquire(&r->ctrl->tail);
+
+	return kml_ring_clamp_tail(r->head, tail, r->size);
 }
 
 static void kml_publish_locked(struct kml_ring *r, u64 head)
 {
-	/* Pairs with the consumer's load-acquire of head. */
+	/* Pairs with read()/poll()'s load-acquire of the kernel's head. */
 	smp_store_release(&r->head, head);
+	/* Pairs with the consumer's load-acquire: the record is written. */
 	smp_store_release(&r->ctrl->head, head);
 	WRITE_ONCE(r->ctrl->produced, r->produced);
 }
@@ -437,11 +440,16 @@ out:
 
 /* ---- read() and poll(): the copying consumer ---- */
 
-static bool kml_readable(struct kml_ring *r)
+/* @wm bytes waiting: the watermark for poll(), 1 for read(). */
+static bool kml_readable(struct kml_ring *r, u64 wm)
 {
-	u64 wm = max_t(u64, READ_ONCE(r->watermark), 1);
+	u64 head;
 
-	return r->size && smp_load_acquire(&r->head) - kml_tail(r) >= wm;
+	if (!r->size)
+		return false;
+	/* Pairs with kml_publish_locked(): records up to head are written. */
+	head = smp_load_acquire(&r->head);
+	return head - kml_tail(r) >= wm;
 }
 
 static ssize_t kml_ring_read(struct file *file, char __user *buf,
@@ -459,17 +467,22 @@ static ssize_t kml_ring_read(struct file *file, char __user *buf,
 	if (!r->size)
 		goto out;
 	do {
-		while (!kml_readable(r)) {
+		/*
+		 * read() returns what there is, like a pipe: the watermark
+		 * only decides when poll() says so, and when we are woken.
+		 */
+		while (!kml_readable(r, 1)) {
 			ret = -EAGAIN;
 			if (file->f_flags & O_NONBLOCK)
 				goto out;
 			mutex_unlock(&r->lock);
-			ret = wait_event_interruptible(r->wq, kml_readable(r));
+			ret = wait_event_interruptible(r->wq, kml_readable(r, 1));
 			mutex_lock(&r->lock);
 			if (ret)
 				goto out;
 		}
 		ret = 0;
+		/* Pairs with kml_publish_locked(): records up to head are written. */
 		head = smp_load_acquire(&r->head);
 		tail = kml_tail(r);
 		while (tail < head) {
@@ -507,7 +520,7 @@ static __poll_t kml_ring_poll(struct file *file, poll_table *wait)
 	struct kml_ring *r = file->private_data;
 
 	poll_wait(file, &r->wq, wait);
-	return kml_readable(r) ? EPOLLIN | EPOLLRDNORM : 0;
+	return kml_readable(r, READ_ONCE(r->watermark)) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 static long kml_ring_ioctl(struct file *file, unsigned int cmd,

@@ -10,4 +10,7 @@ echo
 insmod "$ko/kml_probe/kml_probe_target.ko"
 insmod "$ko/kml_probe/kml_probe.ko"
 "$repo/build/bench/kml_probe_bench"
-rmmod kml_probe kml_probe_target kml_sensor kml_stats
+echo
+insmod "$ko/kml_ring/kml_ring.ko"
+"$repo/build/bench/kml_ring_bench"
+rmmod kml_ring kml_probe kml_probe_target kml_sensor kml_stats

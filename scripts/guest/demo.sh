@@ -61,9 +61,19 @@ run "$bin/kml-probe" list
 run "$bin/kml-stats" kp.vfs_read
 run "$bin/kml-probe" attach no_such_function
 run rmmod kml_probe kml_probe_target
+
+echo
+echo "== kml_ring: records streaming through shared pages =="
+run insmod "$ko/kml_ring/kml_ring.ko"
+run "$bin/kml-ring" produce --size 64 --rate 5 --count 5 --print
+run "$bin/kml-ring" produce --size 256 --rate 0 --seconds 2 --watermark 16384
+run "$bin/kml-ring" --json produce --size 4096 --rate 0 --seconds 1 --pages 256 --watermark 262144
+run "$bin/kml-ring" stat
+run rmmod kml_ring
 run rmmod kml_sensor kml_stats
 say "$bin/kml-stats; $bin/kml-sensor read   # modules gone: clear errors"
 "$bin/kml-stats" || echo "(exit status $?)"
 "$bin/kml-sensor" read || echo "(exit status $?)"
+"$bin/kml-ring" produce || echo "(exit status $?)"
 echo
 echo "demo finished"

@@ -51,7 +51,8 @@
  * @tail: consumer position: written by userspace with release semantics
  * @lost: records dropped because the ring was full
  * @watermark: poll() reports readable once head - tail >= @watermark
- *	(set with KML_RING_IOC_SET_WATERMARK; 1 means every record)
+ *	(set with KML_RING_IOC_SET_WATERMARK; 1 means every record);
+ *	read() returns whatever is there, blocking only while empty
  * @produced: records written, lost ones excluded
  *
  * Only @tail may be written by userspace; anything else it writes is
