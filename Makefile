@@ -61,26 +61,28 @@ modules: $(KDIR_DEP)
 	$(MAKE) -C $(KDIR) M=$(KBUILDDIR) W=1 KCFLAGS=-Werror $(if $(C),C=$(C)) modules
 
 # ---- userspace ----
-$(BUILD)/bin/kml-stats: userspace/kml-stats.c userspace/kml_stats_parse.c \
+CLI := userspace/kml_cli.c
+
+$(BUILD)/bin/kml-stats: userspace/kml-stats.c userspace/kml_stats_parse.c $(CLI) \
 		       userspace/kml_stats_parse.h uapi/linux/kml_stats.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c
+	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c $(CLI)
 
-$(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c \
+$(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI) \
 			userspace/kml_sensor_parse.h uapi/linux/kml_sensor.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c
+	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI)
 
-$(BUILD)/bin/kml-probe: userspace/kml-probe.c uapi/linux/kml_probe.h
+$(BUILD)/bin/kml-probe: userspace/kml-probe.c $(CLI) uapi/linux/kml_probe.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $<
+	$(CC) $(USER_CFLAGS) -o $@ $< $(CLI)
 
 RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
 
-$(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h \
+$(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h $(CLI) \
 		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c
+	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c $(CLI)
 
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 

@@ -7,13 +7,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kml_cli.h"
 
 #include <linux/kml_probe.h>
 
@@ -39,41 +40,29 @@ static void usage(FILE *f)
 		"  -h, --help              this text\n", prog);
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
 static void failed(const char *what, const char *func)
 {
 	switch (errno) {
 	case EPERM:
-		die("%s needs root (CAP_SYS_ADMIN)", what);
+		kml_die("%s needs root (CAP_SYS_ADMIN)", what);
 	case ENOTTY:
-		die("%s does not understand %s (module and client from different versions?)",
+		kml_die("%s does not understand %s (module and client from different versions?)",
 		    KML_PROBE_DEVICE, what);
 	case ENOENT:
 		if (!strcmp(what, "attach"))
-			die("no such kernel function: %s", func);
-		die("%s is not attached", func);
+			kml_die("no such kernel function: %s", func);
+		kml_die("%s is not attached", func);
 	case EEXIST:
-		die("%s is already attached", func);
+		kml_die("%s is already attached", func);
 	case ENOSPC:
-		die("too many probes: at most %d functions at once", KML_PROBE_MAX_FUNCS);
+		kml_die("too many probes: at most %d functions at once", KML_PROBE_MAX_FUNCS);
 	case EINVAL:
 		if (!strcmp(what, "attach"))
-			die("kprobes refuse to probe %s (on the kprobe blacklist, not a function entry, or in a notrace section)",
+			kml_die("kprobes refuse to probe %s (on the kprobe blacklist, not a function entry, or in a notrace section)",
 			    func);
-		die("%s: invalid argument", what);
+		kml_die("%s: invalid argument", what);
 	default:
-		die("%s %s: %s", what, func ? func : "", strerror(errno));
+		kml_die("%s %s: %s", what, func ? func : "", strerror(errno));
 	}
 }
 
@@ -84,14 +73,14 @@ static int open_dev(void)
 
 	if (fd < 0) {
 		if (errno == ENOENT)
-			die("kml_probe is not loaded (%s is missing): run `make demo` or `insmod kml_probe.ko`",
+			kml_die("kml_probe is not loaded (%s is missing): run `make demo` or `insmod kml_probe.ko`",
 			    KML_PROBE_DEVICE);
-		die("cannot open %s: %s", KML_PROBE_DEVICE, strerror(errno));
+		kml_die("cannot open %s: %s", KML_PROBE_DEVICE, strerror(errno));
 	}
 	if (ioctl(fd, KML_PROBE_IOC_GET_VERSION, &v))
 		failed("version", NULL);
 	if (v != KML_PROBE_ABI_VERSION)
-		die("%s speaks ABI %u, this client ABI %u", KML_PROBE_DEVICE, v,
+		kml_die("%s speaks ABI %u, this client ABI %u", KML_PROBE_DEVICE, v,
 		    KML_PROBE_ABI_VERSION);
 	return fd;
 }
@@ -105,14 +94,14 @@ static unsigned long long number(const char *s, unsigned long long max,
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || *end || !*s || *s == '-' || v > max)
-		die("bad %s '%s'", what, s);
+		kml_die("bad %s '%s'", what, s);
 	return v;
 }
 
 static void set_func(char *dst, const char *func)
 {
 	if (strlen(func) >= KML_PROBE_FUNC_LEN)
-		die("function name too long: %s", func);
+		kml_die("function name too long: %s", func);
 	strcpy(dst, func);
 }
 
@@ -132,7 +121,7 @@ static int cmd_attach(int fd, int argc, char **argv)
 	int c;
 
 	if (argc < 2)
-		die("%s", "usage: attach FUNC [options]");
+		kml_die("%s", "usage: attach FUNC [options]");
 	set_func(a.func, argv[1]);
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -148,7 +137,7 @@ static int cmd_attach(int fd, int argc, char **argv)
 		case 'k':
 			eq = strchr(optarg, '=');
 			if (!eq)
-				die("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
+				kml_die("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
 			*eq = '\0';
 			a.flags |= KML_PROBE_F_ARG;
 			a.arg_index = number(optarg, KML_PROBE_MAX_ARGS - 1, "argument index (0..5)");
@@ -165,11 +154,11 @@ static int cmd_attach(int fd, int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		die("unexpected argument '%s'", argv[optind]);
+		kml_die("unexpected argument '%s'", argv[optind]);
 	if ((a.flags & KML_PROBE_F_PID) && (a.flags & KML_PROBE_F_TGID))
-		die("%s", "give --pid or --tgid, not both");
+		kml_die("%s", "give --pid or --tgid, not both");
 	if ((a.flags & KML_PROBE_F_COUNT_ONLY) && (a.nargs || a.maxactive))
-		die("%s", "--count-only takes neither --args nor --maxactive");
+		kml_die("%s", "--count-only takes neither --args nor --maxactive");
 	if (ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
 		failed("attach", a.func);
 	return 0;
@@ -180,7 +169,7 @@ static int cmd_detach(int fd, int argc, char **argv)
 	struct kml_probe_func f = { { 0 } };
 
 	if (argc != 2)
-		die("%s", "usage: detach FUNC");
+		kml_die("%s", "usage: detach FUNC");
 	set_func(f.func, argv[1]);
 	if (ioctl(fd, KML_PROBE_IOC_DETACH, &f))
 		failed("detach", f.func);
@@ -293,7 +282,7 @@ static int cmd_hist(int fd, int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[2], "-w"))
 		secs = (double)number(argv[3], 86400, "seconds");
 	else if (argc != 2)
-		die("%s", "usage: hist FUNC [-w SECONDS]");
+		kml_die("%s", "usage: hist FUNC [-w SECONDS]");
 	get(fd, argv[1], &a);
 	if (secs > 0) {
 		struct timespec ts = { .tv_sec = (time_t)secs };
@@ -317,7 +306,7 @@ static int cmd_call(int fd, int argc, char **argv)
 	struct kml_probe_call c = { 0 };
 
 	if (argc < 3 || argc > 4)
-		die("%s", "usage: call COUNT DELAY_US [DEPTH]");
+		kml_die("%s", "usage: call COUNT DELAY_US [DEPTH]");
 	c.count = number(argv[1], 100000, "count (1..100000)");
 	c.delay_ns = number(argv[2], 10000, "delay (0..10000 us)") * 1000;
 	if (argc == 4)
@@ -332,6 +321,7 @@ int main(int argc, char **argv)
 {
 	int fd, i = 1, ret;
 
+	kml_prog = prog;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
 			json = 1;

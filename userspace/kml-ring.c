@@ -8,13 +8,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kml_cli.h"
 
 #include "kml_ring_lib.h"
 #include "kml_stats_parse.h"
@@ -45,18 +46,6 @@ static void usage(FILE *f)
 		"  -h, --help              this text\n", prog);
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
 static double now(void)
 {
 	struct timespec ts;
@@ -73,7 +62,7 @@ static unsigned long long num(const char *s, unsigned long long max, const char 
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || *end || !*s || *s == '-' || v > max)
-		die("bad %s '%s'", what, s);
+		kml_die("bad %s '%s'", what, s);
 	return v;
 }
 
@@ -82,14 +71,14 @@ static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
 	int ret = kml_ring_user_open(r, pages);
 
 	if (ret == -ENOENT)
-		die("kml_ring is not loaded (%s is missing): run `make demo` or `insmod kml_ring.ko`",
+		kml_die("kml_ring is not loaded (%s is missing): run `make demo` or `insmod kml_ring.ko`",
 		    KML_RING_DEVICE);
 	if (ret == -EINVAL)
-		die("bad --pages %u: give a power of two, 1..%d", pages, KML_RING_MAX_PAGES);
+		kml_die("bad --pages %u: give a power of two, 1..%d", pages, KML_RING_MAX_PAGES);
 	if (ret)
-		die("cannot set up the ring: %s", strerror(-ret));
+		kml_die("cannot set up the ring: %s", strerror(-ret));
 	if (ioctl(r->fd, KML_RING_IOC_SET_WATERMARK, &wm))
-		die("bad --watermark %llu: give 1..%llu bytes", (unsigned long long)wm,
+		kml_die("bad --watermark %llu: give 1..%llu bytes", (unsigned long long)wm,
 		    (unsigned long long)r->size);
 }
 
@@ -128,20 +117,20 @@ static int cmd_produce(struct kml_ring_produce *p, unsigned int pages,
 	open_ring(&r, pages, wm);
 	if (ioctl(r.fd, KML_RING_IOC_START, p)) {
 		if (errno == EINVAL)
-			die("bad producer settings: size %u..%llu bytes, --cpu an online CPU",
+			kml_die("bad producer settings: size %u..%llu bytes, --cpu an online CPU",
 			    (unsigned int)(sizeof(struct kml_ring_rec) + sizeof(struct kml_ring_sample)),
 			    (unsigned long long)r.size / 4);
-		die("start: %s", strerror(errno));
+		kml_die("start: %s", strerror(errno));
 	}
 	t0 = now();
 	while ((dt = now() - t0) < seconds) {
 		int w = kml_ring_user_wait(&r, 100);
 
 		if (w < 0)
-			die("poll: %s", strerror(-w));
+			kml_die("poll: %s", strerror(-w));
 		n = kml_ring_user_consume(&r, on_sample, &t);
 		if (n < 0)
-			die("%s", "malformed record in the ring");
+			kml_die("%s", "malformed record in the ring");
 		if (t.want && t.records + t.gaps >= t.want)
 			break;
 	}
@@ -196,7 +185,7 @@ static int cmd_consume(unsigned int pages, uint64_t wm, double seconds,
 	while (now() - t0 < seconds && (!count || got < count)) {
 		kml_ring_user_wait(&r, 100);
 		if (kml_ring_user_consume(&r, on_record, &got) < 0)
-			die("%s", "malformed record in the ring");
+			kml_die("%s", "malformed record in the ring");
 		fflush(stdout);
 	}
 	if (!json)
@@ -218,7 +207,7 @@ static int cmd_stat(void)
 	snprintf(path, sizeof(path), "%s/stats", dir && *dir ? dir : KML_STATS_PROC_DIR);
 	f = fopen(path, "r");
 	if (!f)
-		die("%s", "kml_stats is not loaded: run `make demo` or `insmod kml_stats.ko kml_ring.ko`");
+		kml_die("%s", "kml_stats is not loaded: run `make demo` or `insmod kml_stats.ko kml_ring.ko`");
 	buf = malloc(cap);
 	while (buf && (i = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += i;
@@ -227,7 +216,7 @@ static int cmd_stat(void)
 	}
 	fclose(f);
 	if (!buf || kml_parse_text(buf, len, &s, &bad))
-		die("cannot parse %s", path);
+		kml_die("cannot parse %s", path);
 	free(buf);
 	if (json)
 		printf("{");
@@ -244,7 +233,7 @@ static int cmd_stat(void)
 		printf("}\n");
 	kml_snapshot_free(&s);
 	if (!any)
-		die("%s", "kml_ring is not loaded: run `make demo` or `insmod kml_ring.ko`");
+		kml_die("%s", "kml_ring is not loaded: run `make demo` or `insmod kml_ring.ko`");
 	return 0;
 }
 
@@ -270,6 +259,7 @@ int main(int argc, char **argv)
 	const char *cmd = NULL;
 	int c;
 
+	kml_prog = prog;
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;

@@ -8,13 +8,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kml_cli.h"
 
 #include <linux/kml_sensor.h>
 #include "kml_sensor_parse.h"
@@ -46,20 +47,6 @@ static void usage(FILE *f)
 		"KML_SENSOR_DEVICE overrides %s.\n", prog, KML_SENSOR_DEVICE);
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
 /* One place turns the driver's errno into a sentence. */
 static void ioctl_failed(const char *what)
 {
@@ -67,17 +54,17 @@ static void ioctl_failed(const char *what)
 
 	switch (e) {
 	case EPERM:
-		die("%s needs root (CAP_SYS_ADMIN)", what);
+		kml_die("%s needs root (CAP_SYS_ADMIN)", what);
 	case EINVAL:
-		die("%s: invalid argument (channels 0..%u, %d.000..%d.000 C, period %u..%u ms)",
+		kml_die("%s: invalid argument (channels 0..%u, %d.000..%d.000 C, period %u..%u ms)",
 		    what, info.nchannels ? info.nchannels - 1 : 0,
 		    KML_SENSOR_MIN_MC / 1000, KML_SENSOR_MAX_MC / 1000,
 		    KML_SENSOR_PERIOD_MIN_MS, KML_SENSOR_PERIOD_MAX_MS);
 	case ENOTTY:
-		die("%s: %s does not understand this request (module and client from different versions?)",
+		kml_die("%s: %s does not understand this request (module and client from different versions?)",
 		    what, device);
 	default:
-		die("%s: %s", what, strerror(e));
+		kml_die("%s: %s", what, strerror(e));
 	}
 }
 
@@ -87,15 +74,15 @@ static int open_device(int flags)
 
 	if (fd < 0) {
 		if (errno == ENOENT)
-			die("kml_sensor is not loaded (%s is missing): run `make demo` or `insmod kml_sensor.ko`",
+			kml_die("kml_sensor is not loaded (%s is missing): run `make demo` or `insmod kml_sensor.ko`",
 			    device);
-		die("cannot open %s: %s", device, strerror(errno));
+		kml_die("cannot open %s: %s", device, strerror(errno));
 	}
 	info.size = sizeof(info);
 	if (ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info))
 		ioctl_failed("info");
 	if (info.abi_version != KML_SENSOR_ABI_VERSION)
-		die("%s speaks ABI %u, this client ABI %u", device,
+		kml_die("%s speaks ABI %u, this client ABI %u", device,
 		    info.abi_version, KML_SENSOR_ABI_VERSION);
 	return fd;
 }
@@ -105,7 +92,7 @@ static uint32_t parse_channel(const char *s)
 	uint32_t ch;
 
 	if (kml_parse_uint(s, info.nchannels - 1, &ch))
-		die("bad channel '%s': the device has channels 0..%u", s,
+		kml_die("bad channel '%s': the device has channels 0..%u", s,
 		    info.nchannels - 1);
 	return ch;
 }
@@ -115,7 +102,7 @@ static int32_t parse_temp(const char *s)
 	int32_t mc;
 
 	if (kml_parse_celsius(s, &mc))
-		die("bad temperature '%s': give degrees C, e.g. 21.5", s);
+		kml_die("bad temperature '%s': give degrees C, e.g. 21.5", s);
 	return mc;
 }
 
@@ -179,7 +166,7 @@ static int cmd_read(int fd, int argc, char **argv)
 	struct kml_sensor_reading r;
 
 	if (argc > 1)
-		die("%s", "usage: read [CH]");
+		kml_die("%s", "usage: read [CH]");
 	if (argc == 0) {
 		read_all(fd);
 		return 0;
@@ -202,9 +189,9 @@ static int cmd_watch(int fd, int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[0], "-c"))
 		count = strtol(argv[1], NULL, 10);
 	else if (argc)
-		die("%s", "usage: watch [-c COUNT]");
+		kml_die("%s", "usage: watch [-c COUNT]");
 	if (count == 0 || count < -1)
-		die("%s", "bad count: give a positive number");
+		kml_die("%s", "bad count: give a positive number");
 	for (n = 0; count < 0 || n < count; n++) {
 		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &period))
 			ioctl_failed("period");
@@ -232,7 +219,7 @@ static int cmd_alarm(int fd, int argc, char **argv)
 		a.low_mc = parse_temp(argv[2]);
 		a.high_mc = parse_temp(argv[3]);
 		if (a.low_mc > a.high_mc)
-			die("LOW (%s) must not be above HIGH (%s)", argv[2], argv[3]);
+			kml_die("LOW (%s) must not be above HIGH (%s)", argv[2], argv[3]);
 		if (ioctl(fd, KML_SENSOR_IOC_SET_ALARM, &a))
 			ioctl_failed("alarm set");
 		return 0;
@@ -271,7 +258,7 @@ static int cmd_alarm(int fd, int argc, char **argv)
 			printf("]\n");
 		return 0;
 	}
-	die("%s", "usage: alarm set CH LOW HIGH | alarm off CH | alarm get [CH]");
+	kml_die("%s", "usage: alarm set CH LOW HIGH | alarm off CH | alarm get [CH]");
 }
 
 static const char *const zone_name[] = { "normal", "low", "high" };
@@ -287,21 +274,21 @@ static int cmd_wait(int fd, int argc, char **argv)
 		uint32_t s;
 
 		if (kml_parse_uint(argv[1], 86400, &s))
-			die("bad timeout '%s': give whole seconds", argv[1]);
+			kml_die("bad timeout '%s': give whole seconds", argv[1]);
 		timeout_ms = (int)s * 1000;
 	} else if (argc) {
-		die("%s", "usage: wait [-t SECONDS]");
+		kml_die("%s", "usage: wait [-t SECONDS]");
 	}
 	r = poll(&p, 1, timeout_ms);
 	if (r < 0)
-		die("poll: %s", strerror(errno));
+		kml_die("poll: %s", strerror(errno));
 	if (r == 0) {
 		fprintf(stderr, "%s: no alarm within %d s\n", prog, timeout_ms / 1000);
 		return 3;
 	}
 	n = read(fd, &ev, sizeof(ev));
 	if (n != (ssize_t)sizeof(ev))
-		die("read: %s", n < 0 ? strerror(errno) : "short record");
+		kml_die("read: %s", n < 0 ? strerror(errno) : "short record");
 	if (json)
 		printf("{\"channel\":%u,\"value_mc\":%d,\"zone\":\"%s\",\"seq\":%" PRIu64
 		       ",\"timestamp_ns\":%" PRIu64 ",\"lost\":%u}\n", ev.channel,
@@ -325,7 +312,7 @@ static int cmd_period(int fd, int argc, char **argv)
 		return 0;
 	}
 	if (argc != 1 || kml_parse_uint(argv[0], UINT32_MAX, &ms))
-		die("%s", "usage: period [MS]");
+		kml_die("%s", "usage: period [MS]");
 	if (ioctl(fd, KML_SENSOR_IOC_SET_PERIOD, &ms))
 		ioctl_failed("period");
 	return 0;
@@ -336,7 +323,7 @@ static int cmd_inject(int fd, int argc, char **argv)
 	struct kml_sensor_inject in = { 0 };
 
 	if (argc != 2)
-		die("%s", "usage: inject CH VALUE|clear");
+		kml_die("%s", "usage: inject CH VALUE|clear");
 	in.channel = parse_channel(argv[0]);
 	if (!strcmp(argv[1], "clear"))
 		in.flags = KML_SENSOR_INJECT_CLEAR;
@@ -357,6 +344,7 @@ int main(int argc, char **argv)
 	const char *env = getenv("KML_SENSOR_DEVICE"), *cmd;
 	int c, fd, ret;
 
+	kml_prog = prog;
 	if (env && *env)
 		device = env;
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
@@ -403,7 +391,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "inject"))
 		ret = cmd_inject(fd, argc, argv);
 	else if (argc)
-		die("%s", "usage: reset");
+		kml_die("%s", "usage: reset");
 	else if (ioctl(fd, KML_SENSOR_IOC_RESET))
 		ioctl_failed("reset");
 	else

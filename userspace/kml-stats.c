@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kml_cli.h"
+
 #include "kml_stats_parse.h"
 
 static const char *prog = "kml-stats";
@@ -36,19 +38,11 @@ static void usage(FILE *f)
 		"KMODLAB_PROC_DIR overrides /proc/kmodlab.\n", prog, prog);
 }
 
-static void die(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: ", prog);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	exit(1);
-}
-
 static char proc_dir[4096];
 
 static void not_loaded(void)
 {
-	die("kml_stats is not loaded (%s is missing): run `make demo` or `insmod kml_stats.ko`",
+	kml_die("kml_stats is not loaded (%s is missing): run `make demo` or `insmod kml_stats.ko`",
 	    proc_dir);
 }
 
@@ -62,10 +56,10 @@ static char *read_all(const char *path, size_t *len)
 		free(buf);
 		if (errno == ENOENT)
 			not_loaded();
-		die("cannot open %s", path);
+		kml_die("cannot open %s", path);
 	}
 	if (!buf)
-		die("%s", "out of memory");
+		kml_die("%s", "out of memory");
 	for (;;) {
 		ssize_t r;
 
@@ -73,7 +67,7 @@ static char *read_all(const char *path, size_t *len)
 			char *nb = realloc(buf, cap * 2);
 
 			if (!nb)
-				die("%s", "out of memory");
+				kml_die("%s", "out of memory");
 			buf = nb;
 			cap *= 2;
 		}
@@ -84,7 +78,7 @@ static char *read_all(const char *path, size_t *len)
 			/* -EIO: the module went away under us. */
 			if (errno == EIO)
 				not_loaded();
-			die("read error on %s", path);
+			kml_die("read error on %s", path);
 		}
 		if (r == 0)
 			break;
@@ -106,9 +100,9 @@ static void snapshot(struct kml_snapshot *snap)
 	ret = kml_parse_text(text, len, snap, &bad);
 	free(text);
 	if (ret == -EPROTO)
-		die("%s has a format version this client does not know", path);
+		kml_die("%s has a format version this client does not know", path);
 	if (ret == -ENOMEM)
-		die("%s", "out of memory");
+		kml_die("%s", "out of memory");
 	if (ret) {
 		fprintf(stderr, "%s: %s: malformed line %zu\n", prog, path, bad);
 		exit(1);
@@ -234,25 +228,25 @@ static int do_reset(int argc, char **argv)
 	n = snprintf(cmd, sizeof(cmd), argc == 2 ? "reset %s\n" : "reset\n",
 		     argc == 2 ? argv[1] : "");
 	if (n < 0 || (size_t)n >= sizeof(cmd))
-		die("set name too long: %s", argv[1]);
+		kml_die("set name too long: %s", argv[1]);
 	snprintf(path, sizeof(path), "%s/control", proc_dir);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			not_loaded();
-		die("cannot open %s", path);
+		kml_die("cannot open %s", path);
 	}
 	if (write(fd, cmd, (size_t)n) != n) {
 		int e = errno;
 
 		close(fd);
 		if (e == EPERM)
-			die("%s", "reset needs root (CAP_SYS_ADMIN)");
+			kml_die("%s", "reset needs root (CAP_SYS_ADMIN)");
 		if (e == ENOENT)
-			die("no such set: %s", argc == 2 ? argv[1] : "");
+			kml_die("no such set: %s", argc == 2 ? argv[1] : "");
 		if (e == EINVAL)
-			die("invalid set name: %s", argc == 2 ? argv[1] : "");
-		die("reset failed: %s", strerror(e));
+			kml_die("invalid set name: %s", argc == 2 ? argv[1] : "");
+		kml_die("reset failed: %s", strerror(e));
 	}
 	close(fd);
 	return 0;
@@ -281,6 +275,7 @@ int main(int argc, char **argv)
 	double interval = 0, t_prev = 0;
 	int json = 0, c;
 
+	kml_prog = prog;
 	env = getenv("KMODLAB_PROC_DIR");
 	snprintf(proc_dir, sizeof(proc_dir), "%s",
 		 env && *env ? env : KML_STATS_PROC_DIR);
@@ -295,12 +290,12 @@ int main(int argc, char **argv)
 		case 'w':
 			interval = strtod(optarg, &end);
 			if (*end || !(interval > 0 && interval <= 86400))
-				die("bad interval '%s': give seconds, e.g. -w 1", optarg);
+				kml_die("bad interval '%s': give seconds, e.g. -w 1", optarg);
 			break;
 		case 'c':
 			count = strtol(optarg, &end, 10);
 			if (*end || count < 1)
-				die("bad count '%s': give a positive number", optarg);
+				kml_die("bad count '%s': give a positive number", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -319,7 +314,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (count > 0 && interval == 0)
-		die("%s", "-c needs -w");
+		kml_die("%s", "-c needs -w");
 
 	for (;;) {
 		double t = now();
