@@ -186,6 +186,19 @@ guest_run selftests -- scripts/guest/selftests.sh kml_stats_test \
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
 	scripts/guest/selftests.sh "kml_probe_test:-r $race"
 
+section "clients under valgrind in the guest"
+"$here/vm-run.sh" --timeout 900 --no-gcov --out "$build/vm/valgrind" -- \
+	scripts/guest/valgrind.sh
+rc=$?
+if [[ -s $build/vm/valgrind/valgrind.tap ]]; then
+	count_tap "$build/vm/valgrind/valgrind.tap" "clients under valgrind" ||
+		bad "valgrind run printed no results"
+else
+	bad "valgrind run produced no TAP output"
+fi
+((rc == 0)) || grep -q '^not ok' "$build/vm/valgrind/valgrind.tap" 2>/dev/null ||
+	bad "valgrind guest: vm-run exited $rc"
+
 section "coverage"
 "$here/coverage.sh" "$kbuild" "$build/coverage" "$cov_min" > "$logs/coverage.log" 2>&1
 rc=$?
