@@ -38,7 +38,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring
 
-.PHONY: all help kernel modules userspace selftests hosttests fuzz check demo vm \
+.PHONY: all help kernel modules userspace selftests hosttests fuzz check lint demo vm \
 	bench bench-build clean distclean
 
 all: modules userspace selftests hosttests
@@ -47,6 +47,7 @@ help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
+	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios'
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug)'
@@ -175,6 +176,9 @@ bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench \
 # ---- running ----
 check:
 	$(TOP)/scripts/check.sh
+
+lint:
+	$(TOP)/scripts/lint.sh
 
 demo:
 	$(TOP)/scripts/demo.sh

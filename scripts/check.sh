@@ -72,29 +72,14 @@ kbuild=$build/kmod/$KVER-$PROFILE
 ksrc=$(KVER=6.12 "$here/kernel.sh" src)
 
 section "static checks"
-while IFS= read -r f; do
-	if "$ksrc/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
-	      --ignore SPDX_LICENSE_TAG -f "$f" > "$logs/checkpatch.txt" 2>&1; then
-		ok "checkpatch $f"
-	else
-		cat "$logs/checkpatch.txt"
-		bad "checkpatch $f"
-	fi
-done < <(find modules uapi -name '*.[ch]' | sort)
-# sparse: C=2 re-checks every file whether or not it is rebuilt.
-make -s modules C=2 > "$logs/sparse.log" 2>&1
-if grep -E 'warning:|error:' "$logs/sparse.log"; then
-	bad "sparse (make modules C=2)"
-else
-	ok "sparse (make modules C=2)"
-fi
-if "$ksrc/scripts/kernel-doc" -none $(find uapi modules -name '*.[ch]') \
-	> "$logs/kernel-doc.log" 2>&1 && ! [[ -s $logs/kernel-doc.log ]]; then
-	ok "kernel-doc"
-else
-	cat "$logs/kernel-doc.log"
-	bad "kernel-doc"
-fi
+KMODLAB_LINT_LOGS=$logs "$here/lint.sh" > "$logs/lint.log" 2>&1
+grep -v -E '^(PASS|FAIL): ' "$logs/lint.log"
+while IFS= read -r line; do
+	case $line in
+	"PASS: "*) ok "${line#PASS: }" ;;
+	"FAIL: "*) bad "${line#FAIL: }" ;;
+	esac
+done < "$logs/lint.log"
 
 section "host unit tests"
 for t in "$build"/host/test_*; do

@@ -13,7 +13,7 @@ for group in "$@"; do
 	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86) ;;
-	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors) ;;
+	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck) ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac
 done

@@ -211,8 +211,14 @@ static int cmd_stat(void)
 	buf = malloc(cap);
 	while (buf && (i = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += i;
-		if (len == cap)
-			buf = realloc(buf, cap *= 2);
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				kml_die("%s", "out of memory");
+			buf = nb;
+			cap *= 2;
+		}
 	}
 	fclose(f);
 	if (!buf || kml_parse_text(buf, len, &s, &bad))
