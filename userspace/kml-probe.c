@@ -85,19 +85,6 @@ static int open_dev(void)
 	return fd;
 }
 
-static unsigned long long number(const char *s, unsigned long long max,
-				 const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || !*s || *s == '-' || v > max)
-		kml_die("bad %s '%s'", what, s);
-	return v;
-}
-
 static void set_func(char *dst, const char *func)
 {
 	if (strlen(func) >= KML_PROBE_FUNC_LEN)
@@ -127,12 +114,12 @@ static int cmd_attach(int fd, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
-			a.nargs = number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
+			a.nargs = kml_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
 			break;
 		case 'p':
 		case 't':
 			a.flags |= c == 'p' ? KML_PROBE_F_PID : KML_PROBE_F_TGID;
-			a.pid = number(optarg, 0x7fffffff, "pid");
+			a.pid = kml_number(optarg, 0x7fffffff, "pid");
 			break;
 		case 'k':
 			eq = strchr(optarg, '=');
@@ -140,11 +127,11 @@ static int cmd_attach(int fd, int argc, char **argv)
 				kml_die("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
 			*eq = '\0';
 			a.flags |= KML_PROBE_F_ARG;
-			a.arg_index = number(optarg, KML_PROBE_MAX_ARGS - 1, "argument index (0..5)");
-			a.arg_value = number(eq + 1, UINT64_MAX, "argument value");
+			a.arg_index = kml_number(optarg, KML_PROBE_MAX_ARGS - 1, "argument index (0..5)");
+			a.arg_value = kml_number(eq + 1, UINT64_MAX, "argument value");
 			break;
 		case 'm':
-			a.maxactive = number(optarg, KML_PROBE_MAXACTIVE_MAX, "--maxactive");
+			a.maxactive = kml_number(optarg, KML_PROBE_MAXACTIVE_MAX, "--maxactive");
 			break;
 		case 'c':
 			a.flags |= KML_PROBE_F_COUNT_ONLY;
@@ -280,7 +267,7 @@ static int cmd_hist(int fd, int argc, char **argv)
 	double secs = 0;
 
 	if (argc == 4 && !strcmp(argv[2], "-w"))
-		secs = (double)number(argv[3], 86400, "seconds");
+		secs = (double)kml_number(argv[3], 86400, "seconds");
 	else if (argc != 2)
 		kml_die("%s", "usage: hist FUNC [-w SECONDS]");
 	get(fd, argv[1], &a);
@@ -307,10 +294,10 @@ static int cmd_call(int fd, int argc, char **argv)
 
 	if (argc < 3 || argc > 4)
 		kml_die("%s", "usage: call COUNT DELAY_US [DEPTH]");
-	c.count = number(argv[1], 100000, "count (1..100000)");
-	c.delay_ns = number(argv[2], 10000, "delay (0..10000 us)") * 1000;
+	c.count = kml_number(argv[1], 100000, "count (1..100000)");
+	c.delay_ns = kml_number(argv[2], 10000, "delay (0..10000 us)") * 1000;
 	if (argc == 4)
-		c.depth = number(argv[3], 8, "depth (0..8)");
+		c.depth = kml_number(argv[3], 8, "depth (0..8)");
 	c.arg = 42;
 	if (ioctl(fd, KML_PROBE_IOC_CALL, &c))
 		failed("call", NULL);

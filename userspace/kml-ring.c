@@ -54,18 +54,6 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static unsigned long long num(const char *s, unsigned long long max, const char *what)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || !*s || *s == '-' || v > max)
-		kml_die("bad %s '%s'", what, s);
-	return v;
-}
-
 static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
 {
 	int ret = kml_ring_user_open(r, pages);
@@ -270,13 +258,13 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
-		case 's': p.record_size = num(optarg, 1 << 20, "--size"); break;
-		case 'r': p.rate = num(optarg, 100000000, "--rate"); break;
-		case 'n': count = num(optarg, UINT64_MAX, "--count"); break;
-		case 't': seconds = (double)num(optarg, 86400, "--seconds"); break;
-		case 'c': p.cpu = (int)num(optarg, 4096, "--cpu"); break;
-		case 'p': pages = num(optarg, KML_RING_MAX_PAGES, "--pages"); break;
-		case 'w': wm = num(optarg, UINT64_MAX, "--watermark"); break;
+		case 's': p.record_size = kml_number(optarg, 1 << 20, "--size"); break;
+		case 'r': p.rate = kml_number(optarg, 100000000, "--rate"); break;
+		case 'n': count = kml_number(optarg, UINT64_MAX, "--count"); break;
+		case 't': seconds = (double)kml_number(optarg, 86400, "--seconds"); break;
+		case 'c': p.cpu = (int)kml_number(optarg, 4096, "--cpu"); break;
+		case 'p': pages = kml_number(optarg, KML_RING_MAX_PAGES, "--pages"); break;
+		case 'w': wm = kml_number(optarg, UINT64_MAX, "--watermark"); break;
 		case 'P': print = 1; break;
 		default: usage(stderr); return 2;
 		}

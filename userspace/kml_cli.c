@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,4 +19,18 @@ void kml_die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+/* An unsigned decimal or 0x number in [0, max], or a one-line error. */
+unsigned long long kml_number(const char *s, unsigned long long max,
+			      const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !*s || *s == '-' || v > max)
+		kml_die("bad %s '%s'", what, s);
+	return v;
 }
