@@ -88,6 +88,10 @@ cmdline="console=ttyS0 loglevel=5 panic=-1 root=root rootfstype=9p"
 cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
 cmdline+=" init=$here/guest/init.sh kmodlab_repo=$repo"
 cmdline+=" kmodlab_mode=$( ((interactive)) && echo shell || echo run)"
+# The debug kernel is so slow under TCG that ACPI's interpreter times out
+# on the PCI routing table (AE_AML_LOOP_TIMEOUT): virtio then gets no
+# interrupt and the 9p root never mounts. Route PCI interrupts without ACPI.
+[[ ${PROFILE:-default} == debug ]] && cmdline+=" pci=noacpi"
 [[ -n $append ]] && cmdline+=" $append"
 
 qemu_args=(
