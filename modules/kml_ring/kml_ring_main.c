@@ -59,7 +59,14 @@ static struct kml_stats_set *kml_ring_stats;
 
 struct kml_ring {
 	struct list_head node;		/* on kml_rings, for kml_ring_write() */
+	/*
+	 * Lock order: read_lock, then mmap_lock (user copies), then lock.
+	 * mmap() runs under mmap_lock and takes lock, so nothing may touch
+	 * user memory while holding lock.
+	 */
+	struct mutex read_lock;		/* one read() at a time */
 	struct mutex lock;		/* size, mappings, producer */
+	u64 gen;			/* bumped by every SET_SIZE, under lock */
 	spinlock_t wlock;		/* writers; irqsave: the API may be in IRQ */
 	struct page **pages;		/* [0] control, [1..npages] data */
 	unsigned int npages;
@@ -283,13 +290,11 @@ static void kml_stop_locked(struct kml_ring *r)
 	}
 }
 
-static int kml_ioc_start(struct kml_ring *r, struct kml_ring_produce __user *up)
+static int kml_start_locked(struct kml_ring *r, struct kml_ring_produce p)
 {
-	struct kml_ring_produce p;
 	struct task_struct *t;
 
-	if (copy_from_user(&p, up, sizeof(p)))
-		return -EFAULT;
+	lockdep_assert_held(&r->lock);
 	p.record_size = kml_ring_align(p.record_size);
 	if (kml_ring_check_produce(&p, r->size))
 		return -EINVAL;
@@ -310,16 +315,14 @@ static int kml_ioc_start(struct kml_ring *r, struct kml_ring_produce __user *up)
 
 /* ---- sizing and mapping ---- */
 
-static int kml_ioc_set_size(struct kml_ring *r, u32 __user *up)
+static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 {
 	struct page **pages, **old_pages;
 	unsigned int i, n, old_n;
 	unsigned long flags;
 	u8 *data, *old_data;
-	u32 npages;
 
-	if (get_user(npages, up))
-		return -EFAULT;
+	lockdep_assert_held(&r->lock);
 	if (kml_ring_check_pages(npages))
 		return -EINVAL;
 	if (atomic_read(&r->mapped) || r->producer)
@@ -359,6 +362,7 @@ static int kml_ioc_set_size(struct kml_ring *r, u32 __user *up)
 	r->ctrl->page_size = PAGE_SIZE;
 	r->ctrl->data_size = r->size;
 	r->ctrl->watermark = r->watermark;
+	r->gen++;
 	spin_unlock_irqrestore(&r->wlock, flags);
 	kml_ring_free_pages(old_pages, old_n, old_data);
 	return 0;
@@ -456,16 +460,25 @@ static ssize_t kml_ring_read(struct file *file, char __user *buf,
 			     size_t count, loff_t *ppos)
 {
 	struct kml_ring *r = file->private_data;
-	u64 tail, head;
+	u64 tail, head, gen;
 	size_t done = 0;
+	u8 *bounce = NULL;
 	u32 sz;
 	int ret;
 
 	kml_stats_inc(kml_ring_stats, ST_READS);
+	if (mutex_lock_interruptible(&r->read_lock))
+		return -ERESTARTSYS;
 	mutex_lock(&r->lock);
 	ret = -EINVAL;
 	if (!r->size)
-		goto out;
+		goto unlock;
+	/* A bounce buffer: user memory is touched only after lock is dropped. */
+	count = min_t(size_t, count, r->size);
+	ret = -ENOMEM;
+	bounce = kvmalloc(count, GFP_KERNEL);
+	if (!bounce)
+		goto unlock;
 	do {
 		/*
 		 * read() returns what there is, like a pipe: the watermark
@@ -474,12 +487,12 @@ static ssize_t kml_ring_read(struct file *file, char __user *buf,
 		while (!kml_readable(r, 1)) {
 			ret = -EAGAIN;
 			if (file->f_flags & O_NONBLOCK)
-				goto out;
+				goto unlock;
 			mutex_unlock(&r->lock);
 			ret = wait_event_interruptible(r->wq, kml_readable(r, 1));
 			mutex_lock(&r->lock);
 			if (ret)
-				goto out;
+				goto unlock;
 		}
 		ret = 0;
 		/* Pairs with kml_publish_locked(): records up to head are written. */
@@ -499,19 +512,40 @@ static ssize_t kml_ring_read(struct file *file, char __user *buf,
 					ret = done ? 0 : -EINVAL;
 					break;
 				}
-				if (copy_to_user(buf + done, rec, sz)) {
-					ret = -EFAULT;
-					break;
-				}
+				memcpy(bounce + done, rec, sz);
 				done += sz;
 			}
 			tail += sz;
 		}
-		/* Pairs with the producer's load-acquire of tail. */
-		smp_store_release(&r->ctrl->tail, tail);
+		if (!done && !ret) {
+			/* Only padding: consume it and wait for a record. */
+			/* Pairs with the producer's load-acquire of tail. */
+			smp_store_release(&r->ctrl->tail, tail);
+		}
 	} while (!done && !ret);
-out:
+	gen = r->gen;
 	mutex_unlock(&r->lock);
+
+	if (done && copy_to_user(buf, bounce, done)) {
+		/* Nothing consumed: the records stay for the next read. */
+		done = 0;
+		ret = -EFAULT;
+		goto out;
+	}
+	if (done) {
+		mutex_lock(&r->lock);
+		/* Only read_lock holders move tail here; a resize resets it. */
+		if (r->gen == gen)
+			/* Pairs with the producer's load-acquire of tail. */
+			smp_store_release(&r->ctrl->tail, tail);
+		mutex_unlock(&r->lock);
+	}
+	goto out;
+unlock:
+	mutex_unlock(&r->lock);
+out:
+	kvfree(bounce);
+	mutex_unlock(&r->read_lock);
 	return done ? done : ret;
 }
 
@@ -528,6 +562,8 @@ static long kml_ring_ioctl(struct file *file, unsigned int cmd,
 {
 	struct kml_ring *r = file->private_data;
 	void __user *up = (void __user *)arg;
+	struct kml_ring_produce p;
+	u32 npages;
 	u64 wm;
 	long ret;
 
@@ -550,22 +586,28 @@ static long kml_ring_ioctl(struct file *file, unsigned int cmd,
 		mutex_unlock(&r->lock);
 		return ret;
 	case KML_RING_IOC_SET_SIZE:
+		/* Copy arguments in before taking lock: see struct kml_ring. */
+		if (get_user(npages, (u32 __user *)up))
+			return -EFAULT;
+		mutex_lock(&r->lock);
+		ret = kml_set_size_locked(r, npages);
+		mutex_unlock(&r->lock);
+		return ret;
 	case KML_RING_IOC_START:
+		if (copy_from_user(&p, up, sizeof(p)))
+			return -EFAULT;
+		mutex_lock(&r->lock);
+		ret = kml_start_locked(r, p);
+		mutex_unlock(&r->lock);
+		return ret;
 	case KML_RING_IOC_STOP:
-		break;
+		mutex_lock(&r->lock);
+		kml_stop_locked(r);
+		mutex_unlock(&r->lock);
+		return 0;
 	default:
 		return -ENOTTY;
 	}
-	mutex_lock(&r->lock);
-	ret = 0;
-	if (cmd == KML_RING_IOC_SET_SIZE)
-		ret = kml_ioc_set_size(r, up);
-	else if (cmd == KML_RING_IOC_START)
-		ret = kml_ioc_start(r, up);
-	else
-		kml_stop_locked(r);
-	mutex_unlock(&r->lock);
-	return ret;
 }
 
 static int kml_ring_open(struct inode *inode, struct file *file)
@@ -574,6 +616,7 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 
 	if (!r)
 		return -ENOMEM;
+	mutex_init(&r->read_lock);
 	mutex_init(&r->lock);
 	spin_lock_init(&r->wlock);
 	init_waitqueue_head(&r->wq);
@@ -599,6 +642,7 @@ static int kml_ring_release(struct inode *inode, struct file *file)
 	spin_unlock_irq(&kml_rings_lock);
 	kml_ring_free_pages(r->pages, r->pages ? r->npages + 1 : 0, r->data);
 	mutex_destroy(&r->lock);
+	mutex_destroy(&r->read_lock);
 	kfree(r);
 	return 0;
 }
