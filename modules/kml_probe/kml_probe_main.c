@@ -104,8 +104,13 @@ static int kml_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	for (i = 0; i < fn->cfg.nargs; i++)
 		in->args[i] = regs_get_kernel_argument(regs, i);
-	/* Last, so the handler's own work is not part of the latency. */
-	in->t0 = ktime_get_ns();
+	/*
+	 * Last, so the handler's own work is not part of the latency.
+	 * Handlers run from the int3 trap, which may have interrupted the
+	 * timekeeping code itself: only the NMI-safe clock may be read here
+	 * (lockdep says so on the debug kernel; BPF uses the same clock).
+	 */
+	in->t0 = ktime_get_mono_fast_ns();
 	return 0;
 }
 
@@ -116,7 +121,7 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kml_fn *fn = container_of(get_kretprobe(ri), struct kml_fn, krp);
 	struct kml_inst *in = (struct kml_inst *)ri->data;
-	u64 ns = ktime_get_ns() - in->t0;
+	u64 ns = ktime_get_mono_fast_ns() - in->t0;
 	struct kml_minmax *mm;
 	unsigned long flags;
 
