@@ -181,7 +181,7 @@ static void kml_maybe_wake(struct kml_ring *r, u64 prev_head)
  * @data: payload
  * @len: payload bytes; the record is padded to a multiple of 8
  *
- * Context: any context; takes spinlocks with interrupts disabled.
+ * Context: any context but NMI; takes spinlocks with interrupts disabled.
  * Return: number of rings written to (full rings count the record lost),
  * or -EINVAL for a reserved type or a payload over %KML_RING_MAX_PAYLOAD.
  */
