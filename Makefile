@@ -32,11 +32,11 @@ SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
 HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-CLIENTS   := kml-stats kml-sensor kml-probe kml-ring
-SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test
+CLIENTS   := kml-stats kml-sensor kml-probe kml-ring kml-filter
+SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
-	     test_kml_probe_logic test_kml_ring_logic
-FUZZERS   := fuzz_kml_stats fuzz_kml_ring
+	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic
+FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check lint demo vm \
 	bench bench-build clean distclean
@@ -85,6 +85,14 @@ $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c $(CLI)
 
+FILTER_LIB := userspace/kml_filter_parse.c modules/kml_filter/kml_filter_logic.c
+FILTER_HDR := userspace/kml_filter_parse.h modules/kml_filter/kml_filter_logic.h \
+	      uapi/linux/kml_filter.h
+
+$(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CLI)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(CLI)
+
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
@@ -111,6 +119,11 @@ $(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/k
 		uapi/linux/kml_ring.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(RING_LIB) -lpthread
+
+$(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selftests/kml_selftest.h \
+		$(FILTER_LIB) $(FILTER_HDR) $(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
 
@@ -141,6 +154,10 @@ $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_ring/kml_ring_logic.c
 
+$(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FILTER_LIB) $(FILTER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB)
+
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 
 # libFuzzer targets (clang); `make check` runs each for a bounded time.
@@ -153,6 +170,11 @@ $(BUILD)/fuzz/fuzz_kml_stats: selftests/fuzz/fuzz_kml_stats.c \
 $(BUILD)/fuzz/fuzz_kml_ring: selftests/fuzz/fuzz_kml_ring.c modules/kml_ring/kml_ring_logic.c
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $^
+
+$(BUILD)/fuzz/fuzz_kml_filter: selftests/fuzz/fuzz_kml_filter.c $(FILTER_LIB)
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi -I$(TOP)/userspace \
 		-fsanitize=fuzzer,address,undefined -o $@ $^
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
@@ -170,8 +192,12 @@ $(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) user
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB)
 
+$(BUILD)/bench/kml_filter_bench: selftests/bench/kml_filter_bench.c $(FILTER_LIB) $(FILTER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
+
 bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench \
-	     $(BUILD)/bench/kml_ring_bench
+	     $(BUILD)/bench/kml_ring_bench $(BUILD)/bench/kml_filter_bench
 
 # ---- running ----
 check:

@@ -12,7 +12,7 @@ for group in "$@"; do
 	host)	pkgs+=(make gcc libc6-dev) ;;
 	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
 		       libssl-dev cpio kmod perl python3) ;;
-	vm)	pkgs+=(qemu-system-x86) ;;
+	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
 	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck) ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac

@@ -1,0 +1,761 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_filter - a netfilter-hook packet filter, per network namespace.
+ *
+ * The mechanism taught here is the netfilter hook: a function the IP
+ * stack calls for every packet at a fixed point of its path (here
+ * LOCAL_IN, packets for this host, and LOCAL_OUT, packets it sends, for
+ * IPv4 and IPv6), which returns a verdict. Since 4.13 hooks belong to a
+ * network namespace: a module registers them in every namespace through
+ * a pernet_operations, whose init and exit run for each namespace that
+ * exists or is created later, and keeps its per-namespace state in the
+ * namespace's net_generic area. Old examples that call the removed global
+ * nf_register_hook() do not build; ones that register in &init_net only
+ * never see a container's packets.
+ *
+ * The packet path never takes a lock. Each namespace's rules live in an
+ * immutable set published with rcu_assign_pointer(); the hook, which
+ * netfilter runs under rcu_read_lock(), reads whichever set is current.
+ * An update builds a complete new set, swaps the pointer and waits for a
+ * grace period before it frees the old one, so a packet sees all of the
+ * old rules or all of the new ones, and nothing a packet holds is freed
+ * under it. Counters are per CPU and per rule; after the grace period the
+ * old set's counts are final and are carried over to the rules that stay.
+ *
+ * Configuration is an ioctl on /dev/kml_filter that acts on the network
+ * namespace of whoever opened it, with CAP_NET_ADMIN checked against the
+ * user namespace that owns that network namespace, so a container's root
+ * manages its own rules and nobody else's.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <linux/rcupdate.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/local64.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "../include/kml_stats.h"
+#include "kml_filter_logic.h"
+
+/* Sized per CPU by hand: one __alloc_percpu() stops at 32 KiB, 2048 rules. */
+struct kml_filter_ctr {
+	local64_t packets;
+	local64_t bytes;
+};
+
+struct kml_filter_count {
+	u64 packets;
+	u64 bytes;
+};
+
+/*
+ * One immutable rule set. Counter slot nrules is the policy's. @base
+ * holds counts carried over from earlier sets; only updaters touch it,
+ * under the namespace's lock.
+ */
+struct kml_filter_set {
+	u32 nrules;
+	u32 policy;
+	struct kml_filter_rule *rules;
+	void *ixmem;
+	struct kml_filter_ctr **ctr;
+	struct kml_filter_count *base;
+	struct kml_filter_index ix;
+};
+
+struct kml_filter_net {
+	struct kml_filter_set __rcu *set;
+	struct mutex lock;	/* serialises updates; protects generation */
+	u64 generation;
+};
+
+/* How a new set's counters follow from the old one's. */
+enum kml_filter_carry {
+	KML_CARRY_NONE,		/* replace: new rules start at zero */
+	KML_CARRY_ALL,		/* same rules (policy change) */
+	KML_CARRY_INSERT,	/* one rule inserted at @at */
+	KML_CARRY_DELETE,	/* the rule at @at deleted */
+};
+
+enum {
+	ST_PACKETS_IN,
+	ST_PACKETS_OUT,
+	ST_ACCEPTED,
+	ST_DROPPED,
+	ST_UPDATES,
+	ST_REJECTED,
+};
+
+static const struct kml_stats_desc kml_filter_stats_desc[] = {
+	[ST_PACKETS_IN]		= { "packets_in", KML_STAT_COUNTER },
+	[ST_PACKETS_OUT]	= { "packets_out", KML_STAT_COUNTER },
+	[ST_ACCEPTED]		= { "accepted", KML_STAT_COUNTER },
+	[ST_DROPPED]		= { "dropped", KML_STAT_COUNTER },
+	[ST_UPDATES]		= { "updates", KML_STAT_COUNTER },
+	[ST_REJECTED]		= { "rejected_updates", KML_STAT_COUNTER },
+};
+
+static struct kml_stats_set *kml_filter_stats;
+static unsigned int kml_filter_net_id __read_mostly;
+
+static void kml_filter_set_free(struct kml_filter_set *set)
+{
+	int cpu;
+
+	if (!set)
+		return;
+	if (set->ctr)
+		for_each_possible_cpu(cpu)
+			kvfree(set->ctr[cpu]);
+	kfree(set->ctr);
+	kvfree(set->base);
+	kvfree(set->ixmem);
+	kvfree(set->rules);
+	kfree(set);
+}
+
+/* Room for @nrules; the caller fills in the rules and calls _build(). */
+static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
+{
+	size_t ctr_bytes = ALIGN((nrules + 1) * sizeof(struct kml_filter_ctr),
+				 SMP_CACHE_BYTES);
+	struct kml_filter_set *set;
+	int cpu;
+
+	set = kzalloc(sizeof(*set), GFP_KERNEL_ACCOUNT);
+	if (!set)
+		return NULL;
+	set->nrules = nrules;
+	set->rules = kvcalloc(max(nrules, 1U), sizeof(*set->rules),
+			      GFP_KERNEL_ACCOUNT);
+	set->ixmem = kvmalloc(kml_filter_index_mem(nrules), GFP_KERNEL_ACCOUNT);
+	set->base = kvcalloc(nrules + 1, sizeof(*set->base), GFP_KERNEL_ACCOUNT);
+	set->ctr = kcalloc(nr_cpu_ids, sizeof(*set->ctr), GFP_KERNEL_ACCOUNT);
+	if (!set->rules || !set->ixmem || !set->base || !set->ctr)
+		goto fail;
+	/* Rounded to a cache line: no two CPUs' counters share one. */
+	for_each_possible_cpu(cpu) {
+		set->ctr[cpu] = kvzalloc_node(ctr_bytes, GFP_KERNEL_ACCOUNT,
+					      cpu_to_node(cpu));
+		if (!set->ctr[cpu])
+			goto fail;
+	}
+	return set;
+fail:
+	kml_filter_set_free(set);
+	return NULL;
+}
+
+static void kml_filter_set_build(struct kml_filter_set *set, u32 policy)
+{
+	set->policy = policy;
+	kml_filter_index_build(&set->ix, set->rules, set->nrules, set->ixmem);
+}
+
+static struct kml_filter_count kml_filter_sum(const struct kml_filter_set *set,
+					      u32 idx)
+{
+	struct kml_filter_count c = set->base[idx];
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		c.packets += local64_read(&set->ctr[cpu][idx].packets);
+		c.bytes += local64_read(&set->ctr[cpu][idx].bytes);
+	}
+	return c;
+}
+
+static struct kml_filter_net *kml_filter_pernet(const struct net *net)
+{
+	return net_generic(net, kml_filter_net_id);
+}
+
+/* ---- the packet path ---- */
+
+/*
+ * Fill @p from the packet. The stack has validated the IP header before
+ * these hooks; a transport header that is not there (truncated, or a
+ * later fragment) leaves has_ports clear, so port rules do not match.
+ */
+static int kml_filter_parse(const struct sk_buff *skb,
+			    const struct nf_hook_state *state,
+			    struct kml_filter_pkt *p)
+{
+	int off = skb_network_offset(skb);
+	__be16 _ports[2];
+	const __be16 *ports;
+	bool first;
+
+	memset(p, 0, sizeof(*p));
+	p->dir = state->hook == NF_INET_LOCAL_IN ? KML_FILTER_DIR_IN :
+						   KML_FILTER_DIR_OUT;
+	if (state->pf == NFPROTO_IPV4) {
+		struct iphdr _iph;
+		const struct iphdr *iph;
+
+		iph = skb_header_pointer(skb, off, sizeof(_iph), &_iph);
+		if (!iph)
+			return -EINVAL;
+		p->family = KML_FILTER_FAMILY_IPV4;
+		p->proto = iph->protocol;
+		memcpy(p->src, &iph->saddr, 4);
+		memcpy(p->dst, &iph->daddr, 4);
+		first = !(iph->frag_off & htons(IP_OFFSET));
+		off += iph->ihl * 4;
+	} else {
+		struct ipv6hdr _ip6h;
+		const struct ipv6hdr *ip6h;
+		__be16 frag_off = 0;
+		u8 nexthdr;
+
+		ip6h = skb_header_pointer(skb, off, sizeof(_ip6h), &_ip6h);
+		if (!ip6h)
+			return -EINVAL;
+		p->family = KML_FILTER_FAMILY_IPV6;
+		memcpy(p->src, &ip6h->saddr, 16);
+		memcpy(p->dst, &ip6h->daddr, 16);
+		nexthdr = ip6h->nexthdr;
+		off = ipv6_skip_exthdr(skb, off + sizeof(*ip6h), &nexthdr,
+				       &frag_off);
+		p->proto = nexthdr;
+		first = off >= 0 && !(frag_off & htons(~0x7));
+	}
+	if (first && (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP)) {
+		ports = skb_header_pointer(skb, off, sizeof(_ports), _ports);
+		if (ports) {
+			p->has_ports = 1;
+			p->sport = ntohs(ports[0]);
+			p->dport = ntohs(ports[1]);
+		}
+	}
+	return 0;
+}
+
+static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
+				    const struct nf_hook_state *state)
+{
+	const struct kml_filter_set *set;
+	struct kml_filter_ctr *c;
+	struct kml_filter_pkt pkt;
+	u32 idx, verdict;
+
+	/* netfilter calls hooks under rcu_read_lock() */
+	set = rcu_dereference(kml_filter_pernet(state->net)->set);
+	if (unlikely(!set || kml_filter_parse(skb, state, &pkt)))
+		return NF_ACCEPT;
+
+	idx = kml_filter_lookup(&set->ix, &pkt);
+	if (idx == KML_FILTER_NOMATCH) {
+		idx = set->nrules;
+		verdict = set->policy;
+	} else {
+		verdict = set->rules[idx].action;
+	}
+
+	/*
+	 * LOCAL_OUT runs in process context too: pin the CPU, and use
+	 * local64 so a softirq on the same CPU cannot lose an increment.
+	 */
+	c = &set->ctr[get_cpu()][idx];
+	local64_inc(&c->packets);
+	local64_add(skb->len, &c->bytes);
+	put_cpu();
+
+	kml_stats_inc(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
+			  ST_PACKETS_IN : ST_PACKETS_OUT);
+	if (verdict == KML_FILTER_DROP) {
+		kml_stats_inc(kml_filter_stats, ST_DROPPED);
+		return NF_DROP;
+	}
+	kml_stats_inc(kml_filter_stats, ST_ACCEPTED);
+	return NF_ACCEPT;
+}
+
+static const struct nf_hook_ops kml_filter_ops[] = {
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV4,
+		.hooknum	= NF_INET_LOCAL_IN,
+		.priority	= NF_IP_PRI_FILTER,
+	},
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV4,
+		.hooknum	= NF_INET_LOCAL_OUT,
+		.priority	= NF_IP_PRI_FILTER,
+	},
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV6,
+		.hooknum	= NF_INET_LOCAL_IN,
+		.priority	= NF_IP6_PRI_FILTER,
+	},
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV6,
+		.hooknum	= NF_INET_LOCAL_OUT,
+		.priority	= NF_IP6_PRI_FILTER,
+	},
+};
+
+/* ---- updates ---- */
+
+static u32 kml_filter_old_index(enum kml_filter_carry carry, u32 at, u32 i)
+{
+	switch (carry) {
+	case KML_CARRY_ALL:
+		return i;
+	case KML_CARRY_INSERT:
+		return i < at ? i : i == at ? KML_FILTER_NOMATCH : i - 1;
+	case KML_CARRY_DELETE:
+		return i < at ? i : i + 1;
+	default:
+		return KML_FILTER_NOMATCH;
+	}
+}
+
+/* Publish @set (built, not yet visible) and retire the current one. */
+static void kml_filter_commit(struct kml_filter_net *fn,
+			      struct kml_filter_set *set,
+			      enum kml_filter_carry carry, u32 at)
+{
+	struct kml_filter_set *old;
+	u32 i, from;
+
+	old = rcu_replace_pointer(fn->set, set, lockdep_is_held(&fn->lock));
+	/*
+	 * Packets still inside the old set finish before this returns;
+	 * after it nobody adds to the old counters, so the carry is exact.
+	 */
+	synchronize_rcu();
+	for (i = 0; i < set->nrules; i++) {
+		from = kml_filter_old_index(carry, at, i);
+		if (from != KML_FILTER_NOMATCH)
+			set->base[i] = kml_filter_sum(old, from);
+	}
+	set->base[set->nrules] = kml_filter_sum(old, old->nrules);
+	fn->generation++;
+	kml_stats_inc(kml_filter_stats, ST_UPDATES);
+	kml_filter_set_free(old);
+}
+
+static struct kml_filter_set *kml_filter_current(struct kml_filter_net *fn)
+{
+	return rcu_dereference_protected(fn->set, lockdep_is_held(&fn->lock));
+}
+
+static bool kml_filter_capable(struct file *file)
+{
+	struct net *net = file->private_data;
+
+	/*
+	 * Both the opener and the caller: a privileged process that hands
+	 * its fd to an unprivileged one has not delegated the right (the
+	 * check netlink sockets make too).
+	 */
+	return file_ns_capable(file, net->user_ns, CAP_NET_ADMIN) &&
+	       ns_capable(net->user_ns, CAP_NET_ADMIN);
+}
+
+static int kml_filter_check_rules(const struct kml_filter_rule *rules, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		if (kml_filter_rule_check(&rules[i], NULL))
+			return -EINVAL;
+	return 0;
+}
+
+static bool kml_filter_policy_ok(u32 policy)
+{
+	return policy == KML_FILTER_ACCEPT || policy == KML_FILTER_DROP;
+}
+
+static int kml_filter_get_info(struct kml_filter_net *fn,
+			       struct kml_filter_info __user *uinfo)
+{
+	struct kml_filter_info info = {
+		.size = sizeof(info),
+		.abi_version = KML_FILTER_ABI_VERSION,
+		.max_rules = KML_FILTER_MAX_RULES,
+	};
+	struct kml_filter_set *set;
+	struct kml_filter_count pc;
+	u32 size;
+
+	if (get_user(size, &uinfo->size))
+		return -EFAULT;
+	if (size != sizeof(info))
+		return -EINVAL;
+	mutex_lock(&fn->lock);
+	set = kml_filter_current(fn);
+	info.nrules = set->nrules;
+	info.policy = set->policy;
+	info.generation = fn->generation;
+	pc = kml_filter_sum(set, set->nrules);
+	mutex_unlock(&fn->lock);
+	info.policy_packets = pc.packets;
+	info.policy_bytes = pc.bytes;
+	return copy_to_user(uinfo, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static int kml_filter_replace(struct kml_filter_net *fn,
+			      const struct kml_filter_replace __user *ur)
+{
+	struct kml_filter_replace r;
+	struct kml_filter_set *set;
+	int ret;
+
+	if (copy_from_user(&r, ur, sizeof(r)))
+		return -EFAULT;
+	if (r.size != sizeof(r) || r.reserved || r.count > KML_FILTER_MAX_RULES ||
+	    (r.policy && !kml_filter_policy_ok(r.policy)))
+		return -EINVAL;
+	set = kml_filter_set_alloc(r.count);
+	if (!set)
+		return -ENOMEM;
+	/* Everything is copied and checked before the lock: nothing changes on error. */
+	if (copy_from_user(set->rules, u64_to_user_ptr(r.rules),
+			   (size_t)r.count * sizeof(*set->rules))) {
+		ret = -EFAULT;
+		goto fail;
+	}
+	ret = kml_filter_check_rules(set->rules, r.count);
+	if (ret)
+		goto fail;
+	mutex_lock(&fn->lock);
+	kml_filter_set_build(set, r.policy ?: kml_filter_current(fn)->policy);
+	kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	mutex_unlock(&fn->lock);
+	return 0;
+fail:
+	kml_filter_set_free(set);
+	return ret;
+}
+
+/*
+ * Copy of the current set with one rule inserted at @at (@rule) or
+ * deleted at @at (@rule NULL), and/or another policy.
+ */
+static int kml_filter_edit(struct kml_filter_net *fn,
+			   const struct kml_filter_rule *rule, u32 at,
+			   bool del, u32 policy)
+{
+	struct kml_filter_set *old = kml_filter_current(fn), *set;
+	u32 n = old->nrules;
+	enum kml_filter_carry carry = KML_CARRY_ALL;
+
+	if (rule) {
+		if (n >= KML_FILTER_MAX_RULES)
+			return -ENOSPC;
+		at = min(at, n);
+		carry = KML_CARRY_INSERT;
+		n++;
+	} else if (del) {
+		carry = KML_CARRY_DELETE;
+		n--;
+	}
+	set = kml_filter_set_alloc(n);
+	if (!set)
+		return -ENOMEM;
+	if (carry == KML_CARRY_ALL) {
+		memcpy(set->rules, old->rules, n * sizeof(*rule));
+	} else {
+		memcpy(set->rules, old->rules, at * sizeof(*rule));
+		if (rule)
+			set->rules[at] = *rule;
+		memcpy(set->rules + at + !!rule, old->rules + at + del,
+		       (n - at - !!rule) * sizeof(*rule));
+	}
+	kml_filter_set_build(set, policy ?: old->policy);
+	kml_filter_commit(fn, set, carry, at);
+	return 0;
+}
+
+static int kml_filter_add(struct kml_filter_net *fn,
+			  const struct kml_filter_add __user *ua)
+{
+	struct kml_filter_add a;
+	int ret;
+
+	if (copy_from_user(&a, ua, sizeof(a)))
+		return -EFAULT;
+	if (a.size != sizeof(a) || kml_filter_rule_check(&a.rule, NULL))
+		return -EINVAL;
+	mutex_lock(&fn->lock);
+	ret = kml_filter_edit(fn, &a.rule, a.position, false, 0);
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+static int kml_filter_del(struct kml_filter_net *fn,
+			  const struct kml_filter_del __user *ud)
+{
+	static const struct kml_filter_rule zero;
+	struct kml_filter_set *set;
+	struct kml_filter_del d;
+	u32 i;
+	int ret = -ENOENT;
+
+	if (copy_from_user(&d, ud, sizeof(d)))
+		return -EFAULT;
+	if (d.size != sizeof(d) || d.reserved || (d.flags & ~KML_FILTER_DEL_MATCH))
+		return -EINVAL;
+	if (d.flags ? kml_filter_rule_check(&d.rule, NULL) || d.index :
+		      !!memcmp(&d.rule, &zero, sizeof(zero)))
+		return -EINVAL;
+	mutex_lock(&fn->lock);
+	set = kml_filter_current(fn);
+	i = d.index;
+	if (d.flags)
+		for (i = 0; i < set->nrules; i++)
+			if (!memcmp(&set->rules[i], &d.rule, sizeof(d.rule)))
+				break;
+	if (i < set->nrules)
+		ret = kml_filter_edit(fn, NULL, i, true, 0);
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+static int kml_filter_flush(struct kml_filter_net *fn)
+{
+	struct kml_filter_set *set = kml_filter_set_alloc(0);
+
+	if (!set)
+		return -ENOMEM;
+	mutex_lock(&fn->lock);
+	kml_filter_set_build(set, kml_filter_current(fn)->policy);
+	kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	mutex_unlock(&fn->lock);
+	return 0;
+}
+
+static int kml_filter_set_policy(struct kml_filter_net *fn,
+				 const u32 __user *up)
+{
+	u32 policy;
+	int ret;
+
+	if (get_user(policy, up))
+		return -EFAULT;
+	if (!kml_filter_policy_ok(policy))
+		return -EINVAL;
+	mutex_lock(&fn->lock);
+	ret = kml_filter_edit(fn, NULL, 0, false, policy);
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+static int kml_filter_list(struct kml_filter_net *fn,
+			   struct kml_filter_list __user *ul)
+{
+	struct kml_filter_entry __user *ue;
+	struct kml_filter_entry e;
+	struct kml_filter_count c;
+	struct kml_filter_set *set;
+	struct kml_filter_list l;
+	int ret = 0;
+	u32 i, n;
+
+	if (copy_from_user(&l, ul, sizeof(l)))
+		return -EFAULT;
+	if (l.size != sizeof(l))
+		return -EINVAL;
+	ue = u64_to_user_ptr(l.entries);
+	/* The lock keeps one generation for the whole copy. */
+	mutex_lock(&fn->lock);
+	set = kml_filter_current(fn);
+	n = min(l.count, set->nrules);
+	for (i = 0; i < n; i++) {
+		c = kml_filter_sum(set, i);
+		e.rule = set->rules[i];
+		e.packets = c.packets;
+		e.bytes = c.bytes;
+		if (copy_to_user(&ue[i], &e, sizeof(e))) {
+			ret = -EFAULT;
+			break;
+		}
+	}
+	l.count = set->nrules;
+	l.generation = fn->generation;
+	mutex_unlock(&fn->lock);
+	if (!ret && copy_to_user(ul, &l, sizeof(l)))
+		ret = -EFAULT;
+	return ret;
+}
+
+static long kml_filter_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	struct kml_filter_net *fn = kml_filter_pernet(file->private_data);
+	void __user *uarg = (void __user *)arg;
+	long ret;
+
+	switch (cmd) {
+	case KML_FILTER_IOC_GET_INFO:
+		return kml_filter_get_info(fn, uarg);
+	case KML_FILTER_IOC_REPLACE:
+	case KML_FILTER_IOC_ADD:
+	case KML_FILTER_IOC_DEL:
+	case KML_FILTER_IOC_FLUSH:
+	case KML_FILTER_IOC_SET_POLICY:
+	case KML_FILTER_IOC_LIST:
+		break;
+	default:
+		return -ENOTTY;
+	}
+	if (!kml_filter_capable(file)) {
+		ret = -EPERM;
+	} else if (cmd == KML_FILTER_IOC_LIST) {
+		return kml_filter_list(fn, uarg);
+	} else if (cmd == KML_FILTER_IOC_REPLACE) {
+		ret = kml_filter_replace(fn, uarg);
+	} else if (cmd == KML_FILTER_IOC_ADD) {
+		ret = kml_filter_add(fn, uarg);
+	} else if (cmd == KML_FILTER_IOC_DEL) {
+		ret = kml_filter_del(fn, uarg);
+	} else if (cmd == KML_FILTER_IOC_FLUSH) {
+		ret = kml_filter_flush(fn);
+	} else {
+		ret = kml_filter_set_policy(fn, uarg);
+	}
+	if (ret)
+		kml_stats_inc(kml_filter_stats, ST_REJECTED);
+	return ret;
+}
+
+static int kml_filter_open(struct inode *inode, struct file *file)
+{
+	/* Like a socket: the file belongs to the opener's namespace. */
+	file->private_data = get_net(current->nsproxy->net_ns);
+	return 0;
+}
+
+static int kml_filter_release(struct inode *inode, struct file *file)
+{
+	put_net(file->private_data);
+	return 0;
+}
+
+static const struct file_operations kml_filter_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kml_filter_open,
+	.release	= kml_filter_release,
+	.unlocked_ioctl	= kml_filter_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice kml_filter_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "kml_filter",
+	.fops	= &kml_filter_fops,
+	/* Everyone may open; each command checks CAP_NET_ADMIN itself. */
+	.mode	= 0666,
+};
+
+/* ---- per network namespace ---- */
+
+static int __net_init kml_filter_net_init(struct net *net)
+{
+	struct kml_filter_net *fn = kml_filter_pernet(net);
+	struct kml_filter_set *set;
+	int ret;
+
+	mutex_init(&fn->lock);
+	set = kml_filter_set_alloc(0);
+	if (!set)
+		return -ENOMEM;
+	kml_filter_set_build(set, KML_FILTER_ACCEPT);
+	RCU_INIT_POINTER(fn->set, set);
+	ret = nf_register_net_hooks(net, kml_filter_ops,
+				    ARRAY_SIZE(kml_filter_ops));
+	if (ret) {
+		RCU_INIT_POINTER(fn->set, NULL);
+		kml_filter_set_free(set);
+	}
+	return ret;
+}
+
+static void __net_exit kml_filter_net_exit(struct net *net)
+{
+	nf_unregister_net_hooks(net, kml_filter_ops, ARRAY_SIZE(kml_filter_ops));
+}
+
+/*
+ * Hook removal does not wait for hooks already running, and the netns
+ * core frees our net_generic area right after the exit methods: one grace
+ * period for the whole batch, then the sets go.
+ */
+static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
+{
+	struct net *net;
+
+	synchronize_rcu();
+	list_for_each_entry(net, net_list, exit_list)
+		kml_filter_set_free(rcu_dereference_protected(kml_filter_pernet(net)->set,
+							      1));
+}
+
+static struct pernet_operations kml_filter_net_ops = {
+	.init		= kml_filter_net_init,
+	.exit		= kml_filter_net_exit,
+	.exit_batch	= kml_filter_net_exit_batch,
+	.id		= &kml_filter_net_id,
+	.size		= sizeof(struct kml_filter_net),
+};
+
+static int __init kml_filter_init(void)
+{
+	int ret;
+
+	kml_filter_stats = kml_stats_register("kml_filter", kml_filter_stats_desc,
+					      ARRAY_SIZE(kml_filter_stats_desc));
+	if (IS_ERR(kml_filter_stats))
+		return PTR_ERR(kml_filter_stats);
+	ret = register_pernet_subsys(&kml_filter_net_ops);
+	if (ret)
+		goto err_stats;
+	ret = misc_register(&kml_filter_misc);
+	if (ret)
+		goto err_pernet;
+	return 0;
+
+err_pernet:
+	unregister_pernet_subsys(&kml_filter_net_ops);
+err_stats:
+	kml_stats_unregister(kml_filter_stats);
+	return ret;
+}
+
+static void __exit kml_filter_exit(void)
+{
+	/* Open files pin the module (.owner), so no ioctl is running. */
+	misc_deregister(&kml_filter_misc);
+	/* Removes the hooks from every namespace, waits, frees the sets. */
+	unregister_pernet_subsys(&kml_filter_net_ops);
+	kml_stats_unregister(kml_filter_stats);
+}
+
+module_init(kml_filter_init);
+module_exit(kml_filter_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("kmodlab");
+MODULE_DESCRIPTION("kmodlab: netfilter-hook packet filter, per network namespace");

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests for kml_filter's rule checks, index and lookup, and the
+ * client's rule language. The index is checked against the obvious
+ * linear first-match over random rule sets and packets.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "../../modules/kml_filter/kml_filter_logic.h"
+#include "kml_filter_parse.h"
+
+static int parse(const char *text, struct kml_filter_rule *r, char *err)
+{
+	char buf[512], *words[32], *save = NULL, *w;
+	int n = 0;
+
+	strcpy(buf, text);
+	for (w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		words[n++] = w;
+	return kml_filter_parse_rule(n, words, r, err, 256);
+}
+
+static struct kml_filter_pkt pkt4(const char *src, const char *dst, __u8 proto,
+				  __u16 sport, __u16 dport, __u8 dir)
+{
+	struct kml_filter_pkt p = { .family = KML_FILTER_FAMILY_IPV4,
+				    .proto = proto, .dir = dir };
+
+	inet_pton(AF_INET, src, p.src);
+	inet_pton(AF_INET, dst, p.dst);
+	p.has_ports = proto == 6 || proto == 17;
+	p.sport = sport;
+	p.dport = dport;
+	return p;
+}
+
+static __u32 linear(const struct kml_filter_rule *r, __u32 n,
+		    const struct kml_filter_pkt *p)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (kml_filter_match(&r[i], p))
+			return i;
+	return KML_FILTER_NOMATCH;
+}
+
+TEST(abi_layout)
+{
+	ASSERT_EQ(56, sizeof(struct kml_filter_rule));
+	ASSERT_EQ(72, sizeof(struct kml_filter_entry));
+	ASSERT_EQ(48, sizeof(struct kml_filter_info));
+	ASSERT_EQ(24, sizeof(struct kml_filter_replace));
+	ASSERT_EQ(64, sizeof(struct kml_filter_add));
+	ASSERT_EQ(72, sizeof(struct kml_filter_del));
+	ASSERT_EQ(24, sizeof(struct kml_filter_list));
+}
+
+TEST(rule_check_rejects)
+{
+	struct kml_filter_rule ok, r;
+	const char *why;
+	char err[256];
+
+	ASSERT_EQ(0, parse("accept tcp src 10.0.0.0/8 dport 80", &ok, err)) TH_LOG("%s", err);
+	ASSERT_EQ(0, kml_filter_rule_check(&ok, &why));
+	ASSERT_EQ(NULL, why);
+
+	r = ok; r.family = 5;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("unknown family", why);
+	r = ok; r.proto = 2;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("unknown protocol", why);
+	r = ok; r.proto = KML_FILTER_PROTO_ICMPV6;
+	r.dport_lo = 0; r.dport_hi = 0xffff;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("protocol of the other family", why);
+	r = ok; r.dir = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	r = ok; r.dir = 4;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	r = ok; r.action = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("bad action", why);
+	r = ok; r.family = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("address without a family", why);
+	r = ok; r.src_len = 33;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("bad prefix length", why);
+	r = ok; r.src[3] = 1;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	r = ok; r.src[4] = 1;	/* past an IPv4 address */
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	r = ok; r.dport_lo = 90; r.dport_hi = 80;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("reversed port range", why);
+	r = ok; r.proto = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("ports need tcp or udp", why);
+	r = ok; r.pad[1] = 1;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	r = ok; r.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("padding not zero", why);
+}
+
+TEST(match_fields)
+{
+	struct kml_filter_rule r;
+	struct kml_filter_pkt p = pkt4("10.1.2.3", "192.168.0.1", 6, 4000, 22,
+				       KML_FILTER_DIR_IN);
+	char err[256];
+
+	ASSERT_EQ(0, parse("drop in tcp src 10.0.0.0/8 dport 20-25", &r, err));
+	EXPECT_TRUE(kml_filter_match(&r, &p));
+	p.dir = KML_FILTER_DIR_OUT;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.dir = KML_FILTER_DIR_IN;
+	p.dport = 26;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.dport = 20;
+	p.has_ports = 0;	/* a later fragment */
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.has_ports = 1;
+	p.src[0] = 11;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.src[0] = 10;
+	p.proto = 17;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.family = KML_FILTER_FAMILY_IPV6;
+	p.proto = 6;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+
+	/* /0 with a family, odd prefix lengths */
+	ASSERT_EQ(0, parse("accept ipv4", &r, err));
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.family = KML_FILTER_FAMILY_IPV4;
+	EXPECT_TRUE(kml_filter_match(&r, &p));
+	ASSERT_EQ(0, parse("accept src 10.1.0.0/17", &r, err));
+	EXPECT_TRUE(kml_filter_match(&r, &p));
+	p.src[2] = 0x80;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+}
+
+TEST(key_choice)
+{
+	struct kml_filter_rule r;
+	char err[256];
+
+	ASSERT_EQ(0, parse("drop tcp dst 10.0.0.1 dport 80", &r, err));
+	EXPECT_EQ(KML_FK_DST, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop tcp src fd00::1 dport 80", &r, err));
+	EXPECT_EQ(KML_FK_SRC, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop tcp dst 10.0.0.0/8 dport 80", &r, err));
+	EXPECT_EQ(KML_FK_DPORT, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop udp sport 53 dport 1-2", &r, err));
+	EXPECT_EQ(KML_FK_SPORT, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop dst 10.0.0.0/8", &r, err));
+	EXPECT_EQ(KML_FK_DST, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop src 10.0.0.0/8", &r, err));
+	EXPECT_EQ(KML_FK_SRC, kml_filter_key_of(&r));
+	ASSERT_EQ(0, parse("drop tcp", &r, err));
+	EXPECT_EQ(KML_FK_LINEAR, kml_filter_key_of(&r));
+}
+
+static void random_rule(struct kml_filter_rule *r, unsigned int *seed)
+{
+	static const __u8 protos[] = { 0, 1, 6, 17, 58 };
+	static const __u8 lens4[] = { 0, 8, 16, 24, 30, 32 };
+	static const __u8 lens6[] = { 0, 16, 64, 127, 128 };
+	unsigned int v = (unsigned int)rand_r(seed);
+
+	do {
+		memset(r, 0, sizeof(*r));
+		r->family = (__u8[]){ 0, 4, 6 }[v % 3];
+		r->proto = protos[rand_r(seed) % 5];
+		r->dir = 1 + rand_r(seed) % 3;
+		r->action = 1 + rand_r(seed) % 2;
+		if (r->family) {
+			/* addresses from a tiny space, so rules and packets collide */
+			r->src[0] = r->family == 4 ? 10 : 0xfd;
+			r->src[r->family == 4 ? 3 : 15] = rand_r(seed) % 4;
+			memcpy(r->dst, r->src, 16);
+			r->dst[r->family == 4 ? 3 : 15] = rand_r(seed) % 4;
+			if (r->family == 4) {
+				r->src_len = lens4[rand_r(seed) % 6];
+				r->dst_len = lens4[rand_r(seed) % 6];
+			} else {
+				r->src_len = lens6[rand_r(seed) % 5];
+				r->dst_len = lens6[rand_r(seed) % 5];
+			}
+			kml_filter_prefix_mask(r->src, r->src_len);
+			kml_filter_prefix_mask(r->dst, r->dst_len);
+		}
+		r->sport_hi = r->dport_hi = 0xffff;
+		if (r->proto == 6 || r->proto == 17) {
+			if (rand_r(seed) % 2) {
+				r->dport_lo = rand_r(seed) % 4;
+				r->dport_hi = r->dport_lo + rand_r(seed) % 2;
+			}
+			if (rand_r(seed) % 3 == 0) {
+				r->sport_lo = rand_r(seed) % 4;
+				r->sport_hi = r->sport_lo + rand_r(seed) % 2;
+			}
+		}
+		v = (unsigned int)rand_r(seed);
+	} while (kml_filter_rule_check(r, NULL));
+}
+
+static void random_pkt(struct kml_filter_pkt *p, unsigned int *seed)
+{
+	memset(p, 0, sizeof(*p));
+	p->family = rand_r(seed) % 2 ? 4 : 6;
+	p->proto = (__u8[]){ 1, 6, 17, 58, 47 }[rand_r(seed) % 5];
+	p->dir = 1 + rand_r(seed) % 2;
+	p->src[0] = p->dst[0] = p->family == 4 ? 10 : 0xfd;
+	p->src[p->family == 4 ? 3 : 15] = rand_r(seed) % 4;
+	p->dst[p->family == 4 ? 3 : 15] = rand_r(seed) % 4;
+	if (p->proto == 6 || p->proto == 17) {
+		p->has_ports = rand_r(seed) % 8 != 0;
+		p->sport = rand_r(seed) % 5;
+		p->dport = rand_r(seed) % 5;
+	}
+}
+
+TEST(index_equals_linear_first_match)
+{
+	static const __u32 sizes[] = { 0, 1, 2, 5, 17, 100, 1000 };
+	unsigned int seed = 12345, s, k, i, hits = 0;
+
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (k = 0; k < 20; k++) {
+			__u32 n = sizes[s];
+			struct kml_filter_rule *rules = calloc(n + 1, sizeof(*rules));
+			void *mem = malloc(kml_filter_index_mem(n));
+			struct kml_filter_index ix;
+
+			ASSERT_NE(NULL, rules);
+			ASSERT_NE(NULL, mem);
+			for (i = 0; i < n; i++)
+				random_rule(&rules[i], &seed);
+			kml_filter_index_build(&ix, rules, n, mem);
+			for (i = 0; i < 2000; i++) {
+				struct kml_filter_pkt p;
+				__u32 want, got;
+
+				random_pkt(&p, &seed);
+				want = linear(rules, n, &p);
+				got = kml_filter_lookup(&ix, &p);
+				hits += want != KML_FILTER_NOMATCH;
+				ASSERT_EQ(want, got) TH_LOG("n=%u round %u packet %u", n, k, i);
+			}
+			free(mem);
+			free(rules);
+		}
+	}
+	/* the random sets must exercise matches, not only misses */
+	ASSERT_GT(hits, 50000);
+}
+
+TEST(ten_thousand_hosts_are_found)
+{
+	__u32 n = 10000, i;
+	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+	void *mem = malloc(kml_filter_index_mem(n));
+	struct kml_filter_index ix;
+	struct kml_filter_pkt p;
+
+	for (i = 0; i < n; i++) {
+		struct kml_filter_rule *r = &rules[i];
+
+		r->family = 4;
+		r->proto = 17;
+		r->dir = KML_FILTER_DIR_IN;
+		r->action = KML_FILTER_DROP;
+		r->src_len = 32;
+		r->src[0] = 10;
+		r->src[1] = 1;
+		r->src[2] = (__u8)(i >> 8);
+		r->src[3] = (__u8)i;
+		r->sport_hi = r->dport_hi = 0xffff;
+		ASSERT_EQ(0, kml_filter_rule_check(r, NULL));
+	}
+	kml_filter_index_build(&ix, rules, n, mem);
+	EXPECT_EQ(0, ix.linear);
+	EXPECT_EQ(1, ix.nlens[0][0]);
+	for (i = 0; i < n; i += 7) {
+		p = pkt4("10.1.0.0", "10.2.0.0", 17, 1, 2, KML_FILTER_DIR_IN);
+		p.src[2] = (__u8)(i >> 8);
+		p.src[3] = (__u8)i;
+		ASSERT_EQ(i, kml_filter_lookup(&ix, &p));
+	}
+	p = pkt4("10.9.0.0", "10.2.0.0", 17, 1, 2, KML_FILTER_DIR_IN);
+	EXPECT_EQ(KML_FILTER_NOMATCH, kml_filter_lookup(&ix, &p));
+	free(mem);
+	free(rules);
+}
+
+TEST(parse_and_format_round_trip)
+{
+	static const char *const good[] = {
+		"accept",
+		"drop in tcp dport 22",
+		"drop out udp sport 1000-2000 dport 53",
+		"accept ipv6 icmpv6",
+		"accept icmp",
+		"drop src 10.0.0.0/8 dst 192.168.1.7",
+		"drop in tcp src fd00::/64 dport 80",
+		"accept ipv4",
+		"drop ipv6 udp",
+	};
+	struct kml_filter_rule r, r2;
+	char err[256], text[256];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ASSERT_EQ(0, parse(good[i], &r, err)) TH_LOG("%s: %s", good[i], err);
+		ASSERT_LT(0, kml_filter_format_rule(&r, text, sizeof(text)));
+		EXPECT_STREQ(good[i], text);
+		ASSERT_EQ(0, parse(text, &r2, err));
+		EXPECT_EQ(0, memcmp(&r, &r2, sizeof(r)));
+	}
+	/* word order is free; the formatted form is canonical */
+	ASSERT_EQ(0, parse("dport 22 tcp in drop", &r, err));
+	kml_filter_format_rule(&r, text, sizeof(text));
+	EXPECT_STREQ("drop in tcp dport 22", text);
+	/* too small a buffer */
+	EXPECT_EQ(-1, kml_filter_format_rule(&r, text, 8));
+}
+
+TEST(parse_errors)
+{
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{ "tcp dport 22", "the rule needs 'accept' or 'drop'" },
+		{ "drop drop", "'drop': that part of the rule is given twice" },
+		{ "drop sctp", "unknown word 'sctp'" },
+		{ "drop src 10.0.0.0/33", "bad prefix length in '10.0.0.0/33': 0..32" },
+		{ "drop src 10.0.0.0/x", "bad prefix length in '10.0.0.0/x': 0..32" },
+		{ "drop src fd00::/129", "bad prefix length in 'fd00::/129': 0..128" },
+		{ "drop src 10.0.0.300", "bad address '10.0.0.300'" },
+		{ "drop src 10.0.0.1/8", "'10.0.0.1/8' has bits set past /8 (did you mean 10.0.0.0/8?)" },
+		{ "drop src 10.0.0.1 dst fd00::1", "'fd00::1' is not of the rule's address family" },
+		{ "drop ipv6 src 10.0.0.1", "'10.0.0.1' is not of the rule's address family" },
+		{ "drop src 10.0.0.1 ipv6", "'ipv6' conflicts with the rule's addresses" },
+		{ "drop tcp dport 90-80", "reversed port range '90-80'" },
+		{ "drop tcp dport 65536", "bad port '65536': give 0..65535 or LOW-HIGH" },
+		{ "drop tcp dport 1-", "bad port '1-': give 0..65535 or LOW-HIGH" },
+		{ "drop tcp dport", "'dport' needs a value" },
+		{ "drop tcp dport 1 dport 2", "'dport' given twice" },
+		{ "drop dport 22", "ports need tcp or udp" },
+		{ "drop ipv6 icmp", "protocol of the other family" },
+	};
+	struct kml_filter_rule r;
+	char err[256];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-1, parse(bad[i].text, &r, err)) TH_LOG("%s", bad[i].text);
+		EXPECT_STREQ(bad[i].err, err);
+	}
+}
+
+/* a string literal and its length, NULs included */
+#define LIT(s) s, sizeof(s) - 1
+
+TEST(parse_file)
+{
+	static const char good[] =
+		"# a rule file\n"
+		"policy drop\n"
+		"\n"
+		"accept in tcp dport 22   # ssh\n"
+		"accept\tout\n"
+		"drop in udp";	/* no final newline */
+	struct kml_filter_ruleset rs = { 0 };
+	char err[300];
+
+	ASSERT_EQ(0, kml_filter_parse_file(good, strlen(good), &rs, err, sizeof(err)));
+	EXPECT_EQ(3, rs.count);
+	EXPECT_EQ(KML_FILTER_DROP, rs.policy);
+	EXPECT_EQ(22, rs.rules[0].dport_lo);
+	EXPECT_EQ(KML_FILTER_DIR_OUT, rs.rules[1].dir);
+	kml_filter_ruleset_free(&rs);
+
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("accept\n\ndrop tcp dport 70000\n"), &rs,
+					    err, sizeof(err)));
+	EXPECT_STREQ("line 3: bad port '70000': give 0..65535 or LOW-HIGH", err);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("policy drop\npolicy accept\n"), &rs,
+					    err, sizeof(err)));
+	EXPECT_STREQ("line 2: a second policy line", err);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("policy maybe\n"), &rs, err, sizeof(err)));
+	EXPECT_STREQ("line 1: give 'policy accept' or 'policy drop'", err);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("accept\0drop\n"), &rs, err, sizeof(err)));
+	EXPECT_STREQ("line 1: NUL byte", err);
+	kml_filter_ruleset_free(&rs);
+}
+
+TEST(parse_file_many_rules)
+{
+	size_t cap = 200000 * 24, len = 0;
+	char *buf = malloc(cap), err[300];
+	struct kml_filter_ruleset rs = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 70000; i++)
+		len += (size_t)sprintf(buf + len, "drop tcp dport %u\n", i % 65536);
+	ASSERT_EQ(-1, kml_filter_parse_file(buf, len, &rs, err, sizeof(err)));
+	EXPECT_STREQ("line 65537: more than 65536 rules", err);
+	kml_filter_ruleset_free(&rs);
+	free(buf);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kml_filter userspace ABI: the rule format and the ioctls of
+ * /dev/kml_filter, a small per-network-namespace packet filter.
+ *
+ * The device is one node for every namespace: a file acts on the network
+ * namespace its opener was in at open() time, the way a socket belongs to
+ * the namespace it was created in. Changing or listing rules needs
+ * CAP_NET_ADMIN in the user namespace that owns that network namespace.
+ *
+ * Rules are evaluated in order; the first rule that matches a packet
+ * decides (accept or drop); a packet no rule matches gets the namespace's
+ * policy. Every change replaces the whole rule set at once, so a packet is
+ * filtered by the complete old set or the complete new one, never a mix.
+ *
+ * Addresses are in network byte order, ports in host byte order. Every
+ * struct is made of fixed-width fields with explicit padding; padding and
+ * reserved fields must be zero on input (-EINVAL otherwise) so they can
+ * carry meaning later. Structs lead with a size field so the ABI can grow.
+ *
+ * ioctl magic 0xBD, numbers 0x30-0x3F.
+ */
+#ifndef _UAPI_LINUX_KML_FILTER_H
+#define _UAPI_LINUX_KML_FILTER_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KML_FILTER_DEVICE	"/dev/kml_filter"
+#define KML_FILTER_ABI_VERSION	1
+#define KML_FILTER_MAX_RULES	65536
+
+/* struct kml_filter_rule.family: 0 matches both */
+#define KML_FILTER_FAMILY_ANY	0
+#define KML_FILTER_FAMILY_IPV4	4
+#define KML_FILTER_FAMILY_IPV6	6
+
+/* struct kml_filter_rule.proto: 0 or an IPPROTO_ number of this list */
+#define KML_FILTER_PROTO_ANY	0
+#define KML_FILTER_PROTO_ICMP	1
+#define KML_FILTER_PROTO_TCP	6
+#define KML_FILTER_PROTO_UDP	17
+#define KML_FILTER_PROTO_ICMPV6	58
+
+/* struct kml_filter_rule.dir: a bit mask, at least one bit */
+#define KML_FILTER_DIR_IN	0x1	/* NF_INET_LOCAL_IN: to this host */
+#define KML_FILTER_DIR_OUT	0x2	/* NF_INET_LOCAL_OUT: from this host */
+#define KML_FILTER_DIR_BOTH	(KML_FILTER_DIR_IN | KML_FILTER_DIR_OUT)
+
+/* verdicts: rule actions and namespace policies */
+#define KML_FILTER_ACCEPT	1
+#define KML_FILTER_DROP		2
+
+/**
+ * struct kml_filter_rule - one rule
+ * @family: %KML_FILTER_FAMILY_ANY, _IPV4 or _IPV6; must be IPV4 or IPV6
+ *	when an address is given
+ * @proto: %KML_FILTER_PROTO_ANY, _ICMP (IPv4 only), _TCP, _UDP or
+ *	_ICMPV6 (IPv6 only)
+ * @dir: %KML_FILTER_DIR_IN, _OUT or _BOTH
+ * @action: %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @src_len: source prefix length: 0 (any address) up to 32 (IPv4) or 128
+ * @dst_len: destination prefix length, as @src_len
+ * @pad: zero
+ * @src: source prefix, network byte order; IPv4 in the first 4 bytes;
+ *	every bit past @src_len must be zero
+ * @dst: destination prefix, as @src
+ * @sport_lo: lowest source port matched, host byte order
+ * @sport_hi: highest source port matched; 0..65535 means any port. A
+ *	narrower range needs @proto TCP or UDP
+ * @dport_lo: lowest destination port matched
+ * @dport_hi: highest destination port matched, as @sport_hi
+ * @reserved: zero
+ *
+ * Port ranges are inclusive and must not be reversed. A rule with a port
+ * range never matches a packet whose ports are unknown (a non-first
+ * fragment).
+ */
+struct kml_filter_rule {
+	__u8 family;
+	__u8 proto;
+	__u8 dir;
+	__u8 action;
+	__u8 src_len;
+	__u8 dst_len;
+	__u8 pad[2];
+	__u8 src[16];
+	__u8 dst[16];
+	__u16 sport_lo;
+	__u16 sport_hi;
+	__u16 dport_lo;
+	__u16 dport_hi;
+	__u32 reserved[2];
+};
+
+/**
+ * struct kml_filter_entry - a rule with its counters (KML_FILTER_IOC_LIST)
+ * @rule: the rule
+ * @packets: packets it decided, since it was added
+ * @bytes: their bytes, counted from the IP header
+ */
+struct kml_filter_entry {
+	struct kml_filter_rule rule;
+	__u64 packets;
+	__u64 bytes;
+};
+
+/**
+ * struct kml_filter_info - the namespace's filter (KML_FILTER_IOC_GET_INFO)
+ * @size: in: sizeof(struct kml_filter_info) as the caller knows it
+ * @abi_version: %KML_FILTER_ABI_VERSION of the running module
+ * @nrules: rules in the current set
+ * @max_rules: %KML_FILTER_MAX_RULES
+ * @policy: %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @reserved: zero
+ * @generation: +1 for every change of the rule set or policy
+ * @policy_packets: packets the policy decided (no rule matched)
+ * @policy_bytes: their bytes
+ */
+struct kml_filter_info {
+	__u32 size;
+	__u32 abi_version;
+	__u32 nrules;
+	__u32 max_rules;
+	__u32 policy;
+	__u32 reserved;
+	__u64 generation;
+	__u64 policy_packets;
+	__u64 policy_bytes;
+};
+
+/**
+ * struct kml_filter_replace - replace the rule set (KML_FILTER_IOC_REPLACE)
+ * @size: sizeof(struct kml_filter_replace)
+ * @count: rules at @rules, 0..%KML_FILTER_MAX_RULES
+ * @policy: new policy, or 0 to keep the current one
+ * @reserved: zero
+ * @rules: user pointer to @count struct kml_filter_rule
+ *
+ * All or nothing: one bad rule (or a bad pointer) leaves the old set and
+ * policy in place. The new rules' counters start at zero.
+ */
+struct kml_filter_replace {
+	__u32 size;
+	__u32 count;
+	__u32 policy;
+	__u32 reserved;
+	__u64 rules;
+};
+
+/**
+ * struct kml_filter_add - insert one rule (KML_FILTER_IOC_ADD)
+ * @size: sizeof(struct kml_filter_add)
+ * @position: index the rule gets (0 = first); %KML_FILTER_APPEND or any
+ *	index past the end appends
+ * @rule: the rule
+ *
+ * Rules already in the set keep their counters.
+ */
+struct kml_filter_add {
+	__u32 size;
+	__u32 position;
+	struct kml_filter_rule rule;
+};
+
+#define KML_FILTER_APPEND	0xffffffffu
+
+/* struct kml_filter_del.flags */
+#define KML_FILTER_DEL_MATCH	0x1	/* delete the first rule equal to @rule */
+
+/**
+ * struct kml_filter_del - delete one rule (KML_FILTER_IOC_DEL)
+ * @size: sizeof(struct kml_filter_del)
+ * @flags: 0: delete the rule at @index; %KML_FILTER_DEL_MATCH: delete the
+ *	first rule equal to @rule (-ENOENT if there is none)
+ * @index: with @flags 0, the index to delete (-ENOENT past the end)
+ * @reserved: zero
+ * @rule: with %KML_FILTER_DEL_MATCH, the rule to find; zero otherwise
+ */
+struct kml_filter_del {
+	__u32 size;
+	__u32 flags;
+	__u32 index;
+	__u32 reserved;
+	struct kml_filter_rule rule;
+};
+
+/**
+ * struct kml_filter_list - read the rules and counters (KML_FILTER_IOC_LIST)
+ * @size: sizeof(struct kml_filter_list)
+ * @count: in: room at @entries; out: rules in the set (which may be more
+ *	than were copied: call again with a larger buffer)
+ * @generation: out: the generation the entries belong to
+ * @entries: user pointer to @count struct kml_filter_entry
+ *
+ * The entries copied are one consistent snapshot of one generation.
+ */
+struct kml_filter_list {
+	__u32 size;
+	__u32 count;
+	__u64 generation;
+	__u64 entries;
+};
+
+#define KML_FILTER_IOC_MAGIC	0xBD
+#define KML_FILTER_IOC_GET_INFO	_IOWR(KML_FILTER_IOC_MAGIC, 0x30, struct kml_filter_info)
+#define KML_FILTER_IOC_REPLACE	_IOW(KML_FILTER_IOC_MAGIC, 0x31, struct kml_filter_replace)
+#define KML_FILTER_IOC_ADD	_IOW(KML_FILTER_IOC_MAGIC, 0x32, struct kml_filter_add)
+#define KML_FILTER_IOC_DEL	_IOW(KML_FILTER_IOC_MAGIC, 0x33, struct kml_filter_del)
+#define KML_FILTER_IOC_FLUSH	_IO(KML_FILTER_IOC_MAGIC, 0x34)
+#define KML_FILTER_IOC_SET_POLICY _IOW(KML_FILTER_IOC_MAGIC, 0x35, __u32)
+#define KML_FILTER_IOC_LIST	_IOWR(KML_FILTER_IOC_MAGIC, 0x36, struct kml_filter_list)
+
+#endif /* _UAPI_LINUX_KML_FILTER_H */

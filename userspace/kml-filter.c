@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml-filter: the client of /dev/kml_filter. It acts on the network
+ * namespace it runs in (`ip netns exec NS kml-filter ...`), like iptables.
+ * Rules are written in the words kml_filter_parse.h describes; `list`
+ * prints them the same way, so its output can be loaded back.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "kml_cli.h"
+#include "kml_filter_parse.h"
+
+static const char *device = KML_FILTER_DEVICE;
+static int json;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [ARGS]\n"
+		"\n"
+		"  list [-v]                rules in order (-v: with packet and byte counters)\n"
+		"  add [--at N] RULE        add a rule (at position N, 1 = first; default last)\n"
+		"  del N | del RULE         delete rule number N, or the first rule equal to RULE\n"
+		"  flush                    delete every rule (the policy stays)\n"
+		"  policy accept|drop       what happens to packets no rule matches\n"
+		"  load FILE|-              replace all rules (and the policy, if the file sets\n"
+		"                           one) with a rule file, all at once\n"
+		"\n"
+		"RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+		"      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop ipv6 udp\n"
+		"The first matching rule decides. A rule file has one rule per line,\n"
+		"'#' comments and optionally one 'policy accept|drop' line.\n"
+		"Rules apply to the network namespace this command runs in.\n"
+		"\n"
+		"  -j, --json               JSON output\n"
+		"  -h, --help               this text\n"
+		"KML_FILTER_DEVICE overrides %s.\n", kml_prog, KML_FILTER_DEVICE);
+}
+
+static void ioctl_failed(const char *what)
+{
+	int e = errno;
+
+	switch (e) {
+	case EPERM:
+		kml_die("%s needs CAP_NET_ADMIN in this network namespace (run as root)", what);
+	case EINVAL:
+		kml_die("%s: the module refused the request as invalid", what);
+	case ENOENT:
+		kml_die("%s: no such rule", what);
+	case ENOSPC:
+		kml_die("%s: the rule set is full (%u rules)", what, KML_FILTER_MAX_RULES);
+	case ENOTTY:
+		kml_die("%s: %s does not understand this request (module and client from different versions?)",
+			what, device);
+	default:
+		kml_die("%s: %s", what, strerror(e));
+	}
+}
+
+static int open_device(void)
+{
+	int fd = open(device, O_RDONLY | O_CLOEXEC);
+	struct kml_filter_info info = { .size = sizeof(info) };
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			kml_die("kml_filter is not loaded (%s is missing): run `make demo` or `insmod kml_filter.ko`",
+				device);
+		kml_die("cannot open %s: %s", device, strerror(errno));
+	}
+	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info))
+		ioctl_failed("info");
+	if (info.abi_version != KML_FILTER_ABI_VERSION)
+		kml_die("%s speaks ABI %u, this client ABI %u", device,
+			info.abi_version, KML_FILTER_ABI_VERSION);
+	return fd;
+}
+
+static void parse_or_die(int argc, char *const argv[], struct kml_filter_rule *r)
+{
+	char err[256];
+
+	if (!argc)
+		kml_die("give a rule, e.g. `drop in tcp dport 22` (see --help)");
+	if (kml_filter_parse_rule(argc, argv, r, err, sizeof(err)))
+		kml_die("bad rule: %s", err);
+}
+
+static void print_addr_json(const char *key, const struct kml_filter_rule *r,
+			    const __u8 *addr, __u8 len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!len) {
+		printf(",\"%s\":null", key);
+		return;
+	}
+	inet_ntop(r->family == KML_FILTER_FAMILY_IPV4 ? AF_INET : AF_INET6,
+		  addr, a, sizeof(a));
+	printf(",\"%s\":\"%s/%u\"", key, a, len);
+}
+
+static void cmd_list(int fd, int verbose)
+{
+	struct kml_filter_info info = { .size = sizeof(info) };
+	struct kml_filter_list l = { .size = sizeof(l) };
+	struct kml_filter_entry *e = NULL;
+	unsigned int i;
+	char text[256];
+
+	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info))
+		ioctl_failed("info");
+	/* The set may grow between two calls: retry until it fits. */
+	for (;;) {
+		__u32 room = l.count;
+
+		if (ioctl(fd, KML_FILTER_IOC_LIST, &l))
+			ioctl_failed("list");
+		if (l.count <= room)
+			break;
+		free(e);
+		e = calloc(l.count, sizeof(*e));
+		if (!e)
+			kml_die("out of memory");
+		l.entries = (__u64)(uintptr_t)e;
+	}
+	if (json) {
+		printf("{\"generation\":%" PRIu64 ",\"policy\":\"%s\",\"policy_packets\":%" PRIu64
+		       ",\"policy_bytes\":%" PRIu64 ",\"rules\":[",
+		       (uint64_t)l.generation, kml_filter_verdict_name(info.policy),
+		       (uint64_t)info.policy_packets, (uint64_t)info.policy_bytes);
+		for (i = 0; i < l.count; i++) {
+			const struct kml_filter_rule *r = &e[i].rule;
+
+			kml_filter_format_rule(r, text, sizeof(text));
+			printf("%s{\"num\":%u,\"rule\":\"%s\",\"action\":\"%s\",\"dir\":\"%s\",\"family\":%u,\"proto\":%u",
+			       i ? "," : "", i + 1, text, kml_filter_verdict_name(r->action),
+			       r->dir == KML_FILTER_DIR_BOTH ? "both" :
+			       r->dir == KML_FILTER_DIR_IN ? "in" : "out", r->family, r->proto);
+			print_addr_json("src", r, r->src, r->src_len);
+			print_addr_json("dst", r, r->dst, r->dst_len);
+			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u],\"packets\":%" PRIu64
+			       ",\"bytes\":%" PRIu64 "}", r->sport_lo, r->sport_hi,
+			       r->dport_lo, r->dport_hi, (uint64_t)e[i].packets,
+			       (uint64_t)e[i].bytes);
+		}
+		printf("]}\n");
+	} else if (verbose) {
+		printf("policy %s (%" PRIu64 " packets, %" PRIu64 " bytes), %u rules, generation %" PRIu64 "\n",
+		       kml_filter_verdict_name(info.policy), (uint64_t)info.policy_packets,
+		       (uint64_t)info.policy_bytes, l.count, (uint64_t)l.generation);
+		printf("%5s %10s %12s  %s\n", "num", "pkts", "bytes", "rule");
+		for (i = 0; i < l.count; i++) {
+			kml_filter_format_rule(&e[i].rule, text, sizeof(text));
+			printf("%5u %10" PRIu64 " %12" PRIu64 "  %s\n", i + 1,
+			       (uint64_t)e[i].packets, (uint64_t)e[i].bytes, text);
+		}
+	} else {
+		/* loadable as it stands: kml-filter list > f; kml-filter load f */
+		printf("policy %s\n", kml_filter_verdict_name(info.policy));
+		for (i = 0; i < l.count; i++) {
+			kml_filter_format_rule(&e[i].rule, text, sizeof(text));
+			printf("%s\n", text);
+		}
+	}
+	free(e);
+}
+
+static void cmd_load(int fd, const char *path)
+{
+	struct kml_filter_ruleset rs = { 0 };
+	struct kml_filter_replace rep = { .size = sizeof(rep) };
+	size_t len = 0, cap = 0, n;
+	char *buf = NULL, err[300];
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+
+	if (!f)
+		kml_die("cannot open %s: %s", path, strerror(errno));
+	do {
+		if (len == cap) {
+			char *nb;
+
+			cap = cap ? cap * 2 : 65536;
+			nb = realloc(buf, cap);
+			if (!nb)
+				kml_die("out of memory");
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+	} while (n);
+	if (ferror(f))
+		kml_die("cannot read %s", path);
+	if (f != stdin)
+		fclose(f);
+	if (kml_filter_parse_file(buf, len, &rs, err, sizeof(err)))
+		kml_die("%s:%s (nothing changed)", path, err + 5);
+	free(buf);
+	rep.count = rs.count;
+	rep.policy = rs.policy;
+	rep.rules = (__u64)(uintptr_t)rs.rules;
+	if (ioctl(fd, KML_FILTER_IOC_REPLACE, &rep))
+		ioctl_failed("load");
+	if (!json)
+		printf("loaded %u rules%s%s\n", rs.count, rs.policy ? ", policy " : "",
+		       rs.policy ? kml_filter_verdict_name(rs.policy) : "");
+	kml_filter_ruleset_free(&rs);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd;
+	int c, fd;
+
+	kml_prog = "kml-filter";
+	if (getenv("KML_FILTER_DEVICE"))
+		device = getenv("KML_FILTER_DEVICE");
+	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind++];
+	argc -= optind;
+	argv += optind;
+
+	if (!strcmp(cmd, "list")) {
+		int verbose = argc == 1 && !strcmp(argv[0], "-v");
+
+		if (argc > verbose)
+			kml_die("usage: list [-v]");
+		fd = open_device();
+		cmd_list(fd, verbose);
+	} else if (!strcmp(cmd, "add")) {
+		struct kml_filter_add a = { .size = sizeof(a), .position = KML_FILTER_APPEND };
+
+		if (argc >= 2 && !strcmp(argv[0], "--at")) {
+			a.position = (__u32)kml_number(argv[1], KML_FILTER_MAX_RULES, "position");
+			if (!a.position)
+				kml_die("bad position '0': rules are numbered from 1");
+			a.position--;
+			argc -= 2;
+			argv += 2;
+		}
+		parse_or_die(argc, argv, &a.rule);
+		fd = open_device();
+		if (ioctl(fd, KML_FILTER_IOC_ADD, &a))
+			ioctl_failed("add");
+	} else if (!strcmp(cmd, "del")) {
+		struct kml_filter_del d = { .size = sizeof(d) };
+
+		if (argc == 1 && argv[0][0] >= '0' && argv[0][0] <= '9') {
+			d.index = (__u32)kml_number(argv[0], KML_FILTER_MAX_RULES, "rule number");
+			if (!d.index)
+				kml_die("bad rule number '0': rules are numbered from 1");
+			d.index--;
+		} else {
+			parse_or_die(argc, argv, &d.rule);
+			d.flags = KML_FILTER_DEL_MATCH;
+		}
+		fd = open_device();
+		if (ioctl(fd, KML_FILTER_IOC_DEL, &d))
+			ioctl_failed("del");
+	} else if (!strcmp(cmd, "flush")) {
+		if (argc)
+			kml_die("usage: flush");
+		fd = open_device();
+		if (ioctl(fd, KML_FILTER_IOC_FLUSH))
+			ioctl_failed("flush");
+	} else if (!strcmp(cmd, "policy")) {
+		__u32 p;
+
+		if (argc != 1 || (strcmp(argv[0], "accept") && strcmp(argv[0], "drop")))
+			kml_die("usage: policy accept|drop");
+		p = argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+		fd = open_device();
+		if (ioctl(fd, KML_FILTER_IOC_SET_POLICY, &p))
+			ioctl_failed("policy");
+	} else if (!strcmp(cmd, "load")) {
+		if (argc != 1)
+			kml_die("usage: load FILE|-");
+		fd = open_device();
+		cmd_load(fd, argv[0]);
+	} else {
+		kml_die("unknown command '%s' (see --help)", cmd);
+	}
+	close(fd);
+	return 0;
+}

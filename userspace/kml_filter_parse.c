@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Text to struct kml_filter_rule and back. Every rule this parser returns
+ * has passed the same kml_filter_rule_check() the kernel runs, so a rule
+ * file is either entirely valid or names the line and the word that is
+ * not; and formatting then parsing a rule gives the same rule.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kml_filter_parse.h"
+#include "../modules/kml_filter/kml_filter_logic.h"
+
+#define KML_MAX_WORDS	32
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+const char *kml_filter_verdict_name(__u32 v)
+{
+	return v == KML_FILTER_DROP ? "drop" : v == KML_FILTER_ACCEPT ? "accept" : "?";
+}
+
+static int parse_port(const char *s, const char **end, __u16 *out)
+{
+	unsigned long v = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > 65535)
+			return -1;
+		p++;
+	}
+	*out = (__u16)v;
+	*end = p;
+	return 0;
+}
+
+static int parse_ports(const char *s, __u16 *lo, __u16 *hi, char *err,
+		       size_t errlen)
+{
+	const char *end;
+
+	if (parse_port(s, &end, lo))
+		return fail(err, errlen, "bad port '%s': give 0..65535 or LOW-HIGH", s);
+	*hi = *lo;
+	if (*end == '-' && !parse_port(end + 1, &end, hi) && !*end) {
+		if (*lo > *hi)
+			return fail(err, errlen, "reversed port range '%s'", s);
+		return 0;
+	}
+	if (*end)
+		return fail(err, errlen, "bad port '%s': give 0..65535 or LOW-HIGH", s);
+	return 0;
+}
+
+static int parse_prefix(const char *s, __u8 *family, __u8 *addr, __u8 *len,
+			char *err, size_t errlen)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	unsigned int bits;
+	__u8 fam, masked[16];
+	char *slash, *end;
+	unsigned long l;
+
+	if (strlen(s) >= sizeof(buf))
+		return fail(err, errlen, "bad address '%s'", s);
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, buf, addr) == 1) {
+		fam = KML_FILTER_FAMILY_IPV4;
+		bits = 32;
+	} else if (inet_pton(AF_INET6, buf, addr) == 1) {
+		fam = KML_FILTER_FAMILY_IPV6;
+		bits = 128;
+	} else {
+		return fail(err, errlen, "bad address '%s'", s);
+	}
+	l = bits;
+	if (slash) {
+		errno = 0;
+		l = strtoul(slash + 1, &end, 10);
+		if (slash[1] < '0' || slash[1] > '9' || *end || errno || l > bits)
+			return fail(err, errlen, "bad prefix length in '%s': 0..%u",
+				    s, bits);
+	}
+	if (*family && *family != fam)
+		return fail(err, errlen, "'%s' is not of the rule's address family", s);
+	memcpy(masked, addr, 16);
+	kml_filter_prefix_mask(masked, (unsigned int)l);
+	if (memcmp(masked, addr, 16)) {
+		char good[INET6_ADDRSTRLEN];
+
+		inet_ntop(fam == KML_FILTER_FAMILY_IPV4 ? AF_INET : AF_INET6,
+			  masked, good, sizeof(good));
+		return fail(err, errlen, "'%s' has bits set past /%lu (did you mean %s/%lu?)",
+			    s, l, good, l);
+	}
+	*family = fam;
+	*len = (__u8)l;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	__u8 proto;
+} kml_protos[] = {
+	{ "any", KML_FILTER_PROTO_ANY },
+	{ "icmp", KML_FILTER_PROTO_ICMP },
+	{ "tcp", KML_FILTER_PROTO_TCP },
+	{ "udp", KML_FILTER_PROTO_UDP },
+	{ "icmpv6", KML_FILTER_PROTO_ICMPV6 },
+};
+
+/**
+ * kml_filter_parse_rule() - words to a rule
+ * @argc: number of words
+ * @argv: the words
+ * @r: filled in (zeroed first)
+ * @err: set to a one-line reason on failure
+ * @errlen: size of @err
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int kml_filter_parse_rule(int argc, char *const argv[],
+			  struct kml_filter_rule *r, char *err, size_t errlen)
+{
+	unsigned int seen = 0;
+	const char *why;
+	int i;
+	size_t k;
+
+	memset(r, 0, sizeof(*r));
+	r->sport_hi = r->dport_hi = 0xffff;
+	for (i = 0; i < argc; i++) {
+		const char *w = argv[i];
+		unsigned int bit;
+		const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(w, "accept") || !strcmp(w, "drop")) {
+			bit = 1;
+			r->action = w[0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+		} else if (!strcmp(w, "in") || !strcmp(w, "out")) {
+			bit = 2;
+			r->dir = w[0] == 'i' ? KML_FILTER_DIR_IN : KML_FILTER_DIR_OUT;
+		} else if (!strcmp(w, "ipv4") || !strcmp(w, "ipv6")) {
+			__u8 fam = w[3] == '4' ? KML_FILTER_FAMILY_IPV4 :
+						 KML_FILTER_FAMILY_IPV6;
+
+			bit = 4;
+			if (r->family && r->family != fam)
+				return fail(err, errlen, "'%s' conflicts with the rule's addresses", w);
+			r->family = fam;
+		} else if (!strcmp(w, "src") || !strcmp(w, "dst") ||
+			   !strcmp(w, "sport") || !strcmp(w, "dport")) {
+			bit = w[0] == 's' ? (w[1] == 'r' ? 16 : 64) :
+					    (w[1] == 's' ? 32 : 128);
+			if (!arg)
+				return fail(err, errlen, "'%s' needs a value", w);
+			if (seen & bit)
+				return fail(err, errlen, "'%s' given twice", w);
+			if (bit == 16 && parse_prefix(arg, &r->family, r->src,
+						      &r->src_len, err, errlen))
+				return -1;
+			if (bit == 32 && parse_prefix(arg, &r->family, r->dst,
+						      &r->dst_len, err, errlen))
+				return -1;
+			if (bit == 64 && parse_ports(arg, &r->sport_lo,
+						     &r->sport_hi, err, errlen))
+				return -1;
+			if (bit == 128 && parse_ports(arg, &r->dport_lo,
+						      &r->dport_hi, err, errlen))
+				return -1;
+			i++;
+		} else {
+			for (k = 0; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
+				if (!strcmp(w, kml_protos[k].name))
+					break;
+			if (k == sizeof(kml_protos) / sizeof(kml_protos[0]))
+				return fail(err, errlen, "unknown word '%s'", w);
+			bit = 8;
+			r->proto = kml_protos[k].proto;
+		}
+		if (seen & bit)
+			return fail(err, errlen, "'%s': that part of the rule is given twice", w);
+		seen |= bit;
+	}
+	if (!r->action)
+		return fail(err, errlen, "the rule needs 'accept' or 'drop'");
+	if (!r->dir)
+		r->dir = KML_FILTER_DIR_BOTH;
+	if (kml_filter_rule_check(r, &why))
+		return fail(err, errlen, "%s", why);
+	return 0;
+}
+
+static int ruleset_push(struct kml_filter_ruleset *rs,
+			const struct kml_filter_rule *r)
+{
+	if (rs->count == rs->cap) {
+		unsigned int cap = rs->cap ? rs->cap * 2 : 64;
+		struct kml_filter_rule *n;
+
+		n = realloc(rs->rules, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		rs->rules = n;
+		rs->cap = cap;
+	}
+	rs->rules[rs->count++] = *r;
+	return 0;
+}
+
+/* One line, already copied and NUL-terminated, comments cut. */
+static int parse_line(char *line, struct kml_filter_ruleset *rs,
+		      char *err, size_t errlen)
+{
+	char *words[KML_MAX_WORDS], *save = NULL, *w;
+	struct kml_filter_rule r;
+	int n = 0;
+
+	for (w = strtok_r(line, " \t\r\v\f", &save); w;
+	     w = strtok_r(NULL, " \t\r\v\f", &save)) {
+		if (n == KML_MAX_WORDS)
+			return fail(err, errlen, "too many words");
+		words[n++] = w;
+	}
+	if (!n)
+		return 0;
+	if (!strcmp(words[0], "policy")) {
+		if (n != 2 || (strcmp(words[1], "accept") && strcmp(words[1], "drop")))
+			return fail(err, errlen, "give 'policy accept' or 'policy drop'");
+		if (rs->policy)
+			return fail(err, errlen, "a second policy line");
+		rs->policy = words[1][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+		return 0;
+	}
+	if (kml_filter_parse_rule(n, words, &r, err, errlen))
+		return -1;
+	if (rs->count >= KML_FILTER_MAX_RULES)
+		return fail(err, errlen, "more than %u rules", KML_FILTER_MAX_RULES);
+	if (ruleset_push(rs, &r))
+		return fail(err, errlen, "out of memory");
+	return 0;
+}
+
+/**
+ * kml_filter_parse_file() - a rule file to a rule set
+ * @buf: the file's bytes (need not be NUL-terminated)
+ * @len: their number
+ * @rs: filled in; zero it first, free with kml_filter_ruleset_free()
+ * @err: set to "line N: reason" on failure
+ * @errlen: size of @err
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int kml_filter_parse_file(const char *buf, size_t len,
+			  struct kml_filter_ruleset *rs, char *err,
+			  size_t errlen)
+{
+	char line[1024], why[256];
+	size_t pos = 0;
+	unsigned int lineno = 0;
+
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		char *hash;
+
+		lineno++;
+		if (n >= sizeof(line))
+			return fail(err, errlen, "line %u: longer than %zu bytes",
+				    lineno, sizeof(line) - 1);
+		memcpy(line, buf + pos, n);
+		line[n] = '\0';
+		pos += n + 1;
+		if (strlen(line) != n)
+			return fail(err, errlen, "line %u: NUL byte", lineno);
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		if (parse_line(line, rs, why, sizeof(why)))
+			return fail(err, errlen, "line %u: %s", lineno, why);
+	}
+	return 0;
+}
+
+void kml_filter_ruleset_free(struct kml_filter_ruleset *rs)
+{
+	free(rs->rules);
+	memset(rs, 0, sizeof(*rs));
+}
+
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*at >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*at += (size_t)n;
+}
+
+static void put_prefix(char *buf, size_t len, size_t *at, const char *key,
+		       __u8 family, const __u8 *addr, __u8 plen)
+{
+	char a[INET6_ADDRSTRLEN];
+	int af = family == KML_FILTER_FAMILY_IPV4 ? AF_INET : AF_INET6;
+
+	inet_ntop(af, addr, a, sizeof(a));
+	if (plen == (af == AF_INET ? 32 : 128))
+		put(buf, len, at, " %s %s", key, a);
+	else
+		put(buf, len, at, " %s %s/%u", key, a, plen);
+}
+
+static void put_ports(char *buf, size_t len, size_t *at, const char *key,
+		      __u16 lo, __u16 hi)
+{
+	if (lo == 0 && hi == 0xffff)
+		return;
+	if (lo == hi)
+		put(buf, len, at, " %s %u", key, lo);
+	else
+		put(buf, len, at, " %s %u-%u", key, lo, hi);
+}
+
+/**
+ * kml_filter_format_rule() - a rule in the words kml_filter_parse_rule() reads
+ * @r: a valid rule
+ * @buf: output
+ * @len: its size; 160 bytes always suffice
+ *
+ * Return: the length of the text, or -1 if it did not fit.
+ */
+int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
+			   size_t len)
+{
+	size_t k, at = 0;
+
+	put(buf, len, &at, "%s", kml_filter_verdict_name(r->action));
+	if (r->dir != KML_FILTER_DIR_BOTH)
+		put(buf, len, &at, " %s", r->dir == KML_FILTER_DIR_IN ? "in" : "out");
+	/* an address names the family already */
+	if (r->family && !r->src_len && !r->dst_len)
+		put(buf, len, &at, " ipv%u", r->family);
+	for (k = 1; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
+		if (r->proto == kml_protos[k].proto)
+			put(buf, len, &at, " %s", kml_protos[k].name);
+	if (r->src_len)
+		put_prefix(buf, len, &at, "src", r->family, r->src, r->src_len);
+	if (r->dst_len)
+		put_prefix(buf, len, &at, "dst", r->family, r->dst, r->dst_len);
+	put_ports(buf, len, &at, "sport", r->sport_lo, r->sport_hi);
+	put_ports(buf, len, &at, "dport", r->dport_lo, r->dport_hi);
+	return at < len ? (int)at : -1;
+}

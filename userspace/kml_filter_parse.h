@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kml-filter's rule language, shared by the client, the selftests, host
+ * tests and the fuzz target. One rule is a list of words in any order:
+ *
+ *	accept|drop  [in|out]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
+ *	[src ADDR[/LEN]]  [dst ADDR[/LEN]]  [sport P[-Q]]  [dport P[-Q]]
+ *
+ * A rule file has one rule per line, '#' comments, blank lines, and at
+ * most one "policy accept|drop" line.
+ */
+#ifndef KML_FILTER_PARSE_H
+#define KML_FILTER_PARSE_H
+
+#include <stddef.h>
+#include <linux/kml_filter.h>
+
+struct kml_filter_ruleset {
+	struct kml_filter_rule *rules;
+	unsigned int count;
+	unsigned int cap;
+	__u32 policy;		/* 0 when the file has no policy line */
+};
+
+int kml_filter_parse_rule(int argc, char *const argv[],
+			  struct kml_filter_rule *r, char *err, size_t errlen);
+int kml_filter_parse_file(const char *buf, size_t len,
+			  struct kml_filter_ruleset *rs, char *err,
+			  size_t errlen);
+void kml_filter_ruleset_free(struct kml_filter_ruleset *rs);
+int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
+			   size_t len);
+const char *kml_filter_verdict_name(__u32 v);
+
+#endif
