@@ -167,7 +167,7 @@ guest_run() { # $1 = name, rest = vm-run options and selftest specs
 	fi
 }
 guest_run selftests -- scripts/guest/selftests.sh kml_stats_test \
-	kml_sensor_test kml_ring_test "kml_probe_test:-T ${race#*.}"
+	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-T ${race#*.}"
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
 	scripts/guest/selftests.sh "kml_probe_test:-r $race"
 

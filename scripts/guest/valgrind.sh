@@ -12,6 +12,7 @@ insmod "$ko/kml_sensor/kml_sensor.ko"
 insmod "$ko/kml_probe/kml_probe_target.ko"
 insmod "$ko/kml_probe/kml_probe.ko"
 insmod "$ko/kml_ring/kml_ring.ko"
+insmod "$ko/kml_filter/kml_filter.ko"
 
 # Valgrind under TCG is slow: one run per code path that allocates.
 cmds=(
@@ -22,6 +23,9 @@ cmds=(
 	"kml-probe hist kml_probe_target"
 	"kml-ring produce --size 128 --rate 1000 --count 200"
 	"kml-ring --json stat"
+	"kml-filter load $repo/selftests/fuzz/corpus/kml_filter/c"
+	"kml-filter list -v"
+	"kml-filter --json list"
 )
 echo "1..${#cmds[@]}" | tee "$tap"
 rc=0 i=0
@@ -37,5 +41,5 @@ for c in "${cmds[@]}"; do
 		rc=1
 	fi
 done
-rmmod kml_ring kml_probe kml_probe_target kml_sensor kml_stats
+rmmod kml_filter kml_ring kml_probe kml_probe_target kml_sensor kml_stats
 exit $rc

@@ -1,0 +1,1032 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_filter selftests: real traffic through a veth pair between two
+ * network namespaces, A (10.99.0.1, fd99::1) and B (10.99.0.2, fd99::2).
+ * Rules are set in A; B sends. Neighbour entries are static so that
+ * ARP/ND never depend on the rules under test.
+ *
+ * The test process switches namespaces with setns() only to create a
+ * socket or open the device there: both stay in the namespace they were
+ * created in, which is exactly the property the module relies on.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "../kml_selftest.h"
+#include <linux/kml_filter.h>
+#include "../../userspace/kml_filter_parse.h"
+
+#define PORT_UDP	9000
+#define PORT_TCP	8080
+
+struct nets {
+	int orig, a, b;
+};
+
+static int enter(int ns)
+{
+	return setns(ns, CLONE_NEWNET);
+}
+
+static int new_netns(int orig)
+{
+	int fd;
+
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (enter(orig))
+		return -1;
+	return fd;
+}
+
+static int ns_socket(const struct nets *n, int ns, int domain, int type)
+{
+	int s;
+
+	if (enter(ns))
+		return -1;
+	s = socket(domain, type | SOCK_CLOEXEC,
+		   type == SOCK_RAW ? (domain == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6) : 0);
+	if (enter(n->orig)) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+static int ns_filter(const struct nets *n, int ns)
+{
+	int fd;
+
+	if (enter(ns))
+		return -1;
+	fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	if (enter(n->orig)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* /bin/sh -c @cmd inside @ns; its exit status. */
+static int ns_sh(int ns, const char *cmd)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		if (enter(ns))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int setup_nets(struct nets *n)
+{
+	char cmd[1024];
+
+	n->orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	n->a = new_netns(n->orig);
+	n->b = new_netns(n->orig);
+	if (n->orig < 0 || n->a < 0 || n->b < 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "ip link set lo up && "
+		 "ip link add va address 02:00:00:00:00:0a type veth peer name vb "
+		 "address 02:00:00:00:00:0b netns /proc/%d/fd/%d && "
+		 "ip addr add 10.99.0.1/24 dev va && "
+		 "ip addr add fd99::1/64 dev va nodad && ip link set va up && "
+		 "ip neigh replace 10.99.0.2 lladdr 02:00:00:00:00:0b dev va nud permanent && "
+		 "ip neigh replace fd99::2 lladdr 02:00:00:00:00:0b dev va nud permanent",
+		 getpid(), n->b);
+	if (ns_sh(n->a, cmd))
+		return -1;
+	return ns_sh(n->b,
+		     "ip link set lo up && "
+		     "ip addr add 10.99.0.2/24 dev vb && "
+		     "ip addr add fd99::2/64 dev vb nodad && ip link set vb up && "
+		     "ip neigh replace 10.99.0.1 lladdr 02:00:00:00:00:0a dev vb nud permanent && "
+		     "ip neigh replace fd99::1 lladdr 02:00:00:00:00:0a dev vb nud permanent");
+}
+
+static socklen_t addr_of(int v6, const char *host, int port,
+			 struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (v6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		inet_pton(AF_INET6, host, &s6->sin6_addr);
+		return sizeof(*s6);
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(port);
+	if (host)
+		inet_pton(AF_INET, host, &s4->sin_addr);
+	return sizeof(*s4);
+}
+
+static const char *a_addr(int v6)
+{
+	return v6 ? "fd99::1" : "10.99.0.1";
+}
+
+/* A UDP receiver in A on @port and a sender in B connected to it. */
+static int udp_pair(const struct nets *n, int v6, int port, int *rx, int *tx)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int big = 8 << 20, one = 1;
+
+	*rx = ns_socket(n, n->a, v6 ? AF_INET6 : AF_INET, SOCK_DGRAM);
+	*tx = ns_socket(n, n->b, v6 ? AF_INET6 : AF_INET, SOCK_DGRAM);
+	if (*rx < 0 || *tx < 0)
+		return -1;
+	setsockopt(*rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	setsockopt(*rx, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	len = addr_of(v6, v6 ? "::" : "0.0.0.0", port, &ss);
+	if (bind(*rx, (struct sockaddr *)&ss, len))
+		return -1;
+	len = addr_of(v6, a_addr(v6), port, &ss);
+	return connect(*tx, (struct sockaddr *)&ss, len);
+}
+
+/* Datagrams that arrive until none has for @quiet_ms. */
+static int udp_drain(int rx, int quiet_ms)
+{
+	struct pollfd p = { .fd = rx, .events = POLLIN };
+	char buf[2048];
+	int got = 0;
+
+	while (poll(&p, 1, quiet_ms) == 1)
+		if (recv(rx, buf, sizeof(buf), 0) >= 0)
+			got++;
+	return got;
+}
+
+static int udp_send(int tx, int count, int len)
+{
+	char buf[1500] = { 0 };
+	int i, sent = 0;
+
+	for (i = 0; i < count; i++)
+		sent += send(tx, buf, len, 0) == len;
+	return sent;
+}
+
+/* How many of @count 100-byte datagrams B -> A:@port arrive. */
+static int udp_through(const struct nets *n, int v6, int port, int count)
+{
+	int rx, tx, got = -1;
+
+	if (!udp_pair(n, v6, port, &rx, &tx)) {
+		udp_send(tx, count, 100);
+		got = udp_drain(rx, 300);
+	}
+	close(rx);
+	close(tx);
+	return got;
+}
+
+/* 1 if B connects to A:@port within @ms, 0 if not. */
+static int tcp_connects(const struct nets *n, int v6, int port, int ms)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int l, c, one = 1, err = -1, ok = 0;
+	struct pollfd p;
+
+	l = ns_socket(n, n->a, v6 ? AF_INET6 : AF_INET, SOCK_STREAM);
+	c = ns_socket(n, n->b, v6 ? AF_INET6 : AF_INET, SOCK_STREAM);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	len = addr_of(v6, v6 ? "::" : "0.0.0.0", port, &ss);
+	if (bind(l, (struct sockaddr *)&ss, len) || listen(l, 4))
+		goto out;
+	fcntl(c, F_SETFL, O_NONBLOCK);
+	len = addr_of(v6, a_addr(v6), port, &ss);
+	if (connect(c, (struct sockaddr *)&ss, len) && errno != EINPROGRESS)
+		goto out;
+	p.fd = c;
+	p.events = POLLOUT;
+	if (poll(&p, 1, ms) == 1) {
+		len = sizeof(err);
+		getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+		ok = err == 0;
+	}
+out:
+	close(c);
+	close(l);
+	return ok;
+}
+
+static unsigned short csum(const void *data, size_t len)
+{
+	const unsigned short *w = data;
+	unsigned int sum = 0;
+
+	for (; len > 1; len -= 2)
+		sum += *w++;
+	if (len)
+		sum += *(const unsigned char *)w;
+	sum = (sum >> 16) + (sum & 0xffff);
+	sum += sum >> 16;
+	return (unsigned short)~sum;
+}
+
+/* 1 if an echo request from B to A gets its reply within @ms. */
+static int pings(const struct nets *n, int v6, int ms)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = addr_of(v6, a_addr(v6), 0, &ss);
+	int s = ns_socket(n, n->b, v6 ? AF_INET6 : AF_INET, SOCK_RAW);
+	unsigned short id = (unsigned short)getpid();
+	unsigned char pkt[64] = { 0 }, buf[256];
+	struct timespec t0, t;
+	int ok = 0;
+
+	if (s < 0)
+		return -1;
+	if (v6) {
+		struct icmp6_hdr *h = (struct icmp6_hdr *)pkt;
+
+		h->icmp6_type = ICMP6_ECHO_REQUEST;
+		h->icmp6_id = htons(id);	/* the kernel fills the checksum */
+	} else {
+		struct icmphdr *h = (struct icmphdr *)pkt;
+
+		h->type = ICMP_ECHO;
+		h->un.echo.id = htons(id);
+		h->checksum = csum(pkt, sizeof(pkt));
+	}
+	if (sendto(s, pkt, sizeof(pkt), 0, (struct sockaddr *)&ss, len) < 0)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		ssize_t r;
+		int left;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = ms - (int)((t.tv_sec - t0.tv_sec) * 1000 +
+				  (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			break;
+		r = recv(s, buf, sizeof(buf), 0);
+		if (v6 && r >= 8 && buf[0] == ICMP6_ECHO_REPLY &&
+		    ((struct icmp6_hdr *)buf)->icmp6_id == htons(id)) {
+			ok = 1;
+			break;
+		}
+		if (!v6 && r >= 28) {
+			struct icmphdr *h = (struct icmphdr *)(buf + (buf[0] & 0xf) * 4);
+
+			if (h->type == ICMP_ECHOREPLY && h->un.echo.id == htons(id)) {
+				ok = 1;
+				break;
+			}
+		}
+	}
+out:
+	close(s);
+	return ok;
+}
+
+static int rule_of(const char *text, struct kml_filter_rule *r)
+{
+	char buf[512], *w[32], *save = NULL, *t, err[256];
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (t = strtok_r(buf, " ", &save); t && n < 32; t = strtok_r(NULL, " ", &save))
+		w[n++] = t;
+	if (kml_filter_parse_rule(n, w, r, err, sizeof(err))) {
+		fprintf(stderr, "# rule_of(%s): %s\n", text, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int add_rule(int fd, const char *text)
+{
+	struct kml_filter_add a = { .size = sizeof(a), .position = KML_FILTER_APPEND };
+
+	if (rule_of(text, &a.rule))
+		return -EINVAL;
+	return ioctl(fd, KML_FILTER_IOC_ADD, &a) ? -errno : 0;
+}
+
+static int replace(int fd, const struct kml_filter_rule *rules, __u32 n,
+		   __u32 policy)
+{
+	struct kml_filter_replace r = {
+		.size = sizeof(r), .count = n, .policy = policy,
+		.rules = (__u64)(uintptr_t)rules,
+	};
+
+	return ioctl(fd, KML_FILTER_IOC_REPLACE, &r) ? -errno : 0;
+}
+
+static int set_policy(int fd, __u32 p)
+{
+	return ioctl(fd, KML_FILTER_IOC_SET_POLICY, &p) ? -errno : 0;
+}
+
+static struct kml_filter_info info_of(int fd)
+{
+	struct kml_filter_info i = { .size = sizeof(i) };
+
+	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &i))
+		i.abi_version = 0;
+	return i;
+}
+
+/* The whole set; @n in: room, out: rules. -errno on failure. */
+static int list(int fd, struct kml_filter_entry *e, __u32 *n)
+{
+	struct kml_filter_list l = {
+		.size = sizeof(l), .count = *n, .entries = (__u64)(uintptr_t)e,
+	};
+
+	if (ioctl(fd, KML_FILTER_IOC_LIST, &l))
+		return -errno;
+	*n = l.count;
+	return 0;
+}
+
+/* 10.1.x.y/32 drop rules for hosts that never send: bulk for big sets. */
+static void host_rules(struct kml_filter_rule *r, __u32 n, __u32 base)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].family = KML_FILTER_FAMILY_IPV4;
+		r[i].dir = KML_FILTER_DIR_IN;
+		r[i].action = KML_FILTER_DROP;
+		r[i].src_len = 32;
+		r[i].src[0] = 10;
+		r[i].src[1] = 1;
+		r[i].src[2] = (__u8)((base + i) >> 8);
+		r[i].src[3] = (__u8)(base + i);
+		r[i].sport_hi = r[i].dport_hi = 0xffff;
+	}
+}
+
+FIXTURE(filter) {
+	struct nets n;
+	int fa, fb;
+};
+
+FIXTURE_SETUP(filter)
+{
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	ASSERT_EQ(0, setup_nets(&self->n)) TH_LOG("network namespace setup failed");
+	self->fa = ns_filter(&self->n, self->n.a);
+	self->fb = ns_filter(&self->n, self->n.b);
+	ASSERT_LE(0, self->fa);
+	ASSERT_LE(0, self->fb);
+}
+
+FIXTURE_TEARDOWN(filter)
+{
+	close(self->fa);
+	close(self->fb);
+	close(self->n.a);
+	close(self->n.b);
+	close(self->n.orig);
+}
+
+TEST_F(filter, starts_empty_and_accepting)
+{
+	struct kml_filter_info i = info_of(self->fa);
+
+	ASSERT_EQ(KML_FILTER_ABI_VERSION, i.abi_version);
+	EXPECT_EQ(0, i.nrules);
+	EXPECT_EQ(KML_FILTER_MAX_RULES, i.max_rules);
+	EXPECT_EQ(KML_FILTER_ACCEPT, i.policy);
+	EXPECT_EQ(0, i.generation);
+	EXPECT_EQ(5, udp_through(&self->n, 0, PORT_UDP, 5));
+	EXPECT_EQ(5, udp_through(&self->n, 1, PORT_UDP, 5));
+	EXPECT_EQ(1, tcp_connects(&self->n, 0, PORT_TCP, 3000));
+	EXPECT_EQ(1, tcp_connects(&self->n, 1, PORT_TCP, 3000));
+	EXPECT_EQ(1, pings(&self->n, 0, 3000));
+	EXPECT_EQ(1, pings(&self->n, 1, 3000));
+}
+
+TEST_F_TIMEOUT(filter, tcp_udp_icmp_follow_the_rules, 60)
+{
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		/* drop each protocol in turn; the others still pass */
+		ASSERT_EQ(0, add_rule(self->fa, "drop in udp dport 9000"));
+		EXPECT_EQ(0, udp_through(&self->n, v6, PORT_UDP, 5));
+		EXPECT_EQ(5, udp_through(&self->n, v6, PORT_UDP + 1, 5));
+		EXPECT_EQ(1, tcp_connects(&self->n, v6, PORT_TCP, 3000));
+		EXPECT_EQ(1, pings(&self->n, v6, 3000));
+
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+		ASSERT_EQ(0, add_rule(self->fa, "drop in tcp dport 8080"));
+		EXPECT_EQ(0, tcp_connects(&self->n, v6, PORT_TCP, 700));
+		EXPECT_EQ(1, tcp_connects(&self->n, v6, PORT_TCP + 1, 3000));
+		EXPECT_EQ(5, udp_through(&self->n, v6, PORT_UDP, 5));
+
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+		ASSERT_EQ(0, add_rule(self->fa, v6 ? "drop in icmpv6" : "drop in icmp"));
+		EXPECT_EQ(0, pings(&self->n, v6, 700));
+		EXPECT_EQ(1, pings(&self->n, !v6, 3000));
+		EXPECT_EQ(1, tcp_connects(&self->n, v6, PORT_TCP, 3000));
+
+		/* outbound: A's replies are dropped on the way out */
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+		ASSERT_EQ(0, add_rule(self->fa, v6 ? "drop out ipv6" : "drop out ipv4"));
+		EXPECT_EQ(0, pings(&self->n, v6, 700));
+		EXPECT_EQ(0, tcp_connects(&self->n, v6, PORT_TCP, 700));
+		EXPECT_EQ(1, pings(&self->n, !v6, 3000));
+
+		/* policy drop with an allow list */
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+		ASSERT_EQ(0, set_policy(self->fa, KML_FILTER_DROP));
+		ASSERT_EQ(0, add_rule(self->fa, "accept udp dport 9000"));
+		ASSERT_EQ(0, add_rule(self->fa, v6 ? "accept tcp src fd99::2" :
+						     "accept tcp src 10.99.0.0/24"));
+		ASSERT_EQ(0, add_rule(self->fa, "accept out"));
+		EXPECT_EQ(5, udp_through(&self->n, v6, PORT_UDP, 5));
+		EXPECT_EQ(0, udp_through(&self->n, v6, PORT_UDP + 1, 5));
+		EXPECT_EQ(1, tcp_connects(&self->n, v6, PORT_TCP, 3000));
+		EXPECT_EQ(0, pings(&self->n, v6, 700));
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+		ASSERT_EQ(0, set_policy(self->fa, KML_FILTER_ACCEPT));
+	}
+}
+
+TEST_F(filter, counters_are_exact)
+{
+	struct kml_filter_entry e[4];
+	__u32 n = 4;
+	char buf[65536];
+	int fd, len;
+
+	ASSERT_EQ(0, add_rule(self->fa, "accept in ipv4 udp dport 9000"));
+	ASSERT_EQ(0, add_rule(self->fa, "accept in ipv6 udp dport 9000"));
+	ASSERT_EQ(0, add_rule(self->fa, "drop in udp dport 9001"));
+	EXPECT_EQ(37, udp_through(&self->n, 0, PORT_UDP, 37));
+	EXPECT_EQ(23, udp_through(&self->n, 1, PORT_UDP, 23));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP + 1, 11));
+	ASSERT_EQ(0, list(self->fa, e, &n));
+	ASSERT_EQ(3, n);
+	/* bytes from the IP header: 20 + 8 + 100 and 40 + 8 + 100 */
+	EXPECT_EQ(37, e[0].packets);
+	EXPECT_EQ(37 * 128, e[0].bytes);
+	EXPECT_EQ(23, e[1].packets);
+	EXPECT_EQ(23 * 148, e[1].bytes);
+	EXPECT_EQ(11, e[2].packets);
+	EXPECT_EQ(11 * 128, e[2].bytes);
+
+	/* adding and deleting around them keeps every rule's own counts */
+	ASSERT_EQ(0, add_rule(self->fa, "drop in tcp dport 1"));
+	{
+		struct kml_filter_add a = { .size = sizeof(a), .position = 0 };
+		struct kml_filter_del d = { .size = sizeof(d), .index = 2 };
+
+		ASSERT_EQ(0, rule_of("drop in tcp dport 2", &a.rule));
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_ADD, &a));
+		ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_DEL, &d));
+	}
+	ASSERT_EQ(0, set_policy(self->fa, KML_FILTER_ACCEPT));
+	n = 4;
+	ASSERT_EQ(0, list(self->fa, e, &n));
+	ASSERT_EQ(4, n);
+	EXPECT_EQ(0, e[0].packets);
+	EXPECT_EQ(37, e[1].packets);
+	EXPECT_EQ(11, e[2].packets);
+	EXPECT_EQ(0, e[3].packets);
+
+	/* and kml_stats publishes the module's totals */
+	fd = open("/proc/kmodlab/stats", O_RDONLY);
+	ASSERT_LE(0, fd);
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LT(0, len);
+	buf[len] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "kml_filter packets_in counter "));
+	EXPECT_NE(NULL, strstr(buf, "kml_filter dropped counter "));
+}
+
+TEST_F(filter, namespaces_are_separate)
+{
+	struct kml_filter_info ib = info_of(self->fb);
+	int fo = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	int rx, tx;
+
+	ASSERT_LE(0, fo);
+	ASSERT_EQ(0, add_rule(self->fa, "drop udp"));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 5));
+	EXPECT_EQ(1, info_of(self->fa).nrules);
+	EXPECT_EQ(0, info_of(self->fb).nrules);
+	EXPECT_EQ(ib.generation, info_of(self->fb).generation);
+	EXPECT_EQ(0, info_of(fo).nrules);
+
+	/* UDP over B's own loopback is B's business: it passes */
+	rx = ns_socket(&self->n, self->n.b, AF_INET, SOCK_DGRAM);
+	tx = ns_socket(&self->n, self->n.b, AF_INET, SOCK_DGRAM);
+	{
+		struct sockaddr_storage ss;
+		socklen_t len = addr_of(0, "127.0.0.1", PORT_UDP, &ss);
+
+		ASSERT_EQ(0, bind(rx, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(0, connect(tx, (struct sockaddr *)&ss, len));
+	}
+	udp_send(tx, 5, 100);
+	EXPECT_EQ(5, udp_drain(rx, 300));
+	close(rx);
+	close(tx);
+
+	/* a rule in B now applies to B's sending too */
+	ASSERT_EQ(0, add_rule(self->fb, "drop out udp dport 9000"));
+	ASSERT_EQ(0, ioctl(self->fa, KML_FILTER_IOC_FLUSH));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 5));
+	EXPECT_EQ(5, udp_through(&self->n, 0, PORT_UDP + 1, 5));
+	close(fo);
+}
+
+TEST_F_TIMEOUT(filter, atomic_replace_under_traffic, 120)
+{
+	/*
+	 * Policy drop; set X accepts the flow with its first rule, set Y
+	 * with its last, after 2000 other rules. Replacing one by the other
+	 * 60 times while datagrams flow must not lose one: a packet that saw
+	 * half a set, or none, would fall to the policy and be dropped.
+	 */
+	const __u32 n = 2001;
+	struct kml_filter_rule *x = calloc(n, sizeof(*x));
+	struct kml_filter_rule *y = calloc(n, sizeof(*y));
+	int rx, tx, i, sent = 0, got = 0;
+	struct kml_filter_info before, after;
+
+	ASSERT_NE(NULL, x);
+	ASSERT_NE(NULL, y);
+	ASSERT_EQ(0, rule_of("accept in udp dport 9000", &x[0]));
+	host_rules(x + 1, n - 1, 0);
+	host_rules(y, n - 1, 5000);
+	ASSERT_EQ(0, rule_of("accept in udp dport 9000", &y[n - 1]));
+	ASSERT_EQ(0, replace(self->fa, x, n, KML_FILTER_DROP));
+	ASSERT_EQ(0, udp_pair(&self->n, 0, PORT_UDP, &rx, &tx));
+	before = info_of(self->fa);
+
+	{
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			/* the updater: a process of its own, so sends never stall it */
+			for (i = 0; i < 60; i++)
+				if (replace(self->fa, i % 2 ? x : y, n, 0))
+					_exit(1);
+			_exit(0);
+		}
+		for (;;) {
+			int st;
+
+			sent += udp_send(tx, 20, 64);
+			got += udp_drain(rx, 0);
+			usleep(500);
+			if (waitpid(pid, &st, WNOHANG) == pid) {
+				ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+				break;
+			}
+		}
+	}
+	got += udp_drain(rx, 500);
+	after = info_of(self->fa);
+	EXPECT_EQ(before.generation + 60, after.generation);
+	TH_LOG("%d datagrams across 60 replacements", sent);
+	EXPECT_LT(1000, sent);
+	EXPECT_EQ(sent, got);
+	close(rx);
+	close(tx);
+	free(x);
+	free(y);
+}
+
+TEST_F(filter, big_sets_match_the_right_rule)
+{
+	const __u32 n = 10000;
+	struct kml_filter_rule *r = calloc(n, sizeof(*r));
+	struct kml_filter_entry *e = calloc(n, sizeof(*e));
+	__u32 got = n;
+
+	ASSERT_NE(NULL, r);
+	host_rules(r, n, 0);
+	/* rule 9999 is B itself */
+	r[n - 1].src[1] = 99;
+	r[n - 1].src[2] = 0;
+	r[n - 1].src[3] = 2;
+	ASSERT_EQ(0, replace(self->fa, r, n, 0));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 5));
+	EXPECT_EQ(5, udp_through(&self->n, 1, PORT_UDP, 5));
+	ASSERT_EQ(0, list(self->fa, e, &got));
+	ASSERT_EQ(n, got);
+	EXPECT_EQ(5, e[n - 1].packets);
+	EXPECT_EQ(0, e[0].packets);
+	EXPECT_EQ(0, memcmp(&e[n - 1].rule, &r[n - 1], sizeof(*r)));
+
+	/* accept it instead: first match wins over the drop further down */
+	r[0] = r[n - 1];
+	r[0].action = KML_FILTER_ACCEPT;
+	ASSERT_EQ(0, replace(self->fa, r, n, 0));
+	EXPECT_EQ(5, udp_through(&self->n, 0, PORT_UDP, 5));
+	got = n;
+	ASSERT_EQ(0, list(self->fa, e, &got));
+	EXPECT_EQ(5, e[0].packets);
+	EXPECT_EQ(0, e[n - 1].packets);
+
+	/* the limit */
+	free(r);
+	r = calloc(KML_FILTER_MAX_RULES + 1, sizeof(*r));
+	ASSERT_NE(NULL, r);
+	host_rules(r, KML_FILTER_MAX_RULES + 1, 0);
+	EXPECT_EQ(-EINVAL, replace(self->fa, r, KML_FILTER_MAX_RULES + 1, 0));
+	ASSERT_EQ(0, replace(self->fa, r, KML_FILTER_MAX_RULES, 0));
+	EXPECT_EQ(-ENOSPC, add_rule(self->fa, "drop tcp"));
+	EXPECT_EQ(KML_FILTER_MAX_RULES, info_of(self->fa).nrules);
+	free(r);
+	free(e);
+}
+
+/* Everything that must be refused, and proof that nothing changed. */
+TEST_F(filter, bad_requests_change_nothing)
+{
+	static const char *const bad_fields[] = {
+		"family", "proto", "dir", "action", "src_len", "ports", "pad",
+		"v6-bits-in-v4", "icmp-v6", "reserved",
+	};
+	struct kml_filter_rule good[3], bad;
+	struct kml_filter_entry before[4], after[4];
+	struct kml_filter_info ib, ia;
+	__u32 nb = 4, na = 4, p, k;
+
+	ASSERT_EQ(0, rule_of("accept in tcp dport 22", &good[0]));
+	ASSERT_EQ(0, rule_of("drop src 10.0.0.0/8", &good[1]));
+	ASSERT_EQ(0, rule_of("accept ipv6 icmpv6", &good[2]));
+	ASSERT_EQ(0, replace(self->fa, good, 3, KML_FILTER_DROP));
+	ASSERT_EQ(0, list(self->fa, before, &nb));
+	ib = info_of(self->fa);
+
+	for (k = 0; k < sizeof(bad_fields) / sizeof(bad_fields[0]); k++) {
+		struct kml_filter_rule set[2] = { good[0] };
+		struct kml_filter_add a = { .size = sizeof(a) };
+
+		bad = good[0];
+		switch (k) {
+		case 0: bad.family = 5; break;
+		case 1: bad.proto = 47; break;
+		case 2: bad.dir = 4; break;
+		case 3: bad.action = 3; break;
+		case 4: bad = good[1]; bad.src_len = 33; break;
+		case 5: bad.dport_lo = 23; bad.dport_hi = 22; break;
+		case 6: bad.pad[0] = 1; break;
+		case 7: bad = good[1]; bad.src[4] = 1; break;
+		case 8: bad = good[2]; bad.proto = KML_FILTER_PROTO_ICMP; break;
+		default: bad.reserved[0] = 1; break;
+		}
+		set[1] = bad;
+		EXPECT_EQ(-EINVAL, replace(self->fa, set, 2, 0)) TH_LOG("%s", bad_fields[k]);
+		a.rule = bad;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_ADD, &a));
+		EXPECT_EQ(EINVAL, errno) TH_LOG("%s", bad_fields[k]);
+	}
+	{
+		struct kml_filter_replace r = { .size = sizeof(r), .count = 3,
+						.rules = (__u64)(uintptr_t)good };
+		struct kml_filter_del d = { .size = sizeof(d) };
+		struct kml_filter_list l = { .size = sizeof(l), .count = 3 };
+
+		r.size = 8;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_REPLACE, &r));
+		EXPECT_EQ(EINVAL, errno);
+		r.size = sizeof(r);
+		r.policy = 3;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_REPLACE, &r));
+		EXPECT_EQ(EINVAL, errno);
+		r.policy = 0;
+		r.reserved = 1;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_REPLACE, &r));
+		EXPECT_EQ(EINVAL, errno);
+		r.reserved = 0;
+		r.rules = (__u64)(uintptr_t)kml_bad_ptr();
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_REPLACE, &r));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_REPLACE, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+
+		d.index = 3;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_DEL, &d));
+		EXPECT_EQ(ENOENT, errno);
+		d.index = 0;
+		d.flags = KML_FILTER_DEL_MATCH;
+		ASSERT_EQ(0, rule_of("drop tcp dport 23", &d.rule));
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_DEL, &d));
+		EXPECT_EQ(ENOENT, errno);
+		d.flags = 2;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_DEL, &d));
+		EXPECT_EQ(EINVAL, errno);
+		d.flags = 0;	/* by index, but with a rule */
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_DEL, &d));
+		EXPECT_EQ(EINVAL, errno);
+
+		p = 0;
+		EXPECT_EQ(-EINVAL, set_policy(self->fa, p));
+		EXPECT_EQ(-EINVAL, set_policy(self->fa, 7));
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_SET_POLICY, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+
+		l.entries = (__u64)(uintptr_t)kml_bad_ptr();
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_LIST, &l));
+		EXPECT_EQ(EFAULT, errno);
+		l.size = 4;
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_LIST, &l));
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_LIST, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_GET_INFO, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_ADD, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_DEL, kml_bad_ptr()));
+		EXPECT_EQ(EFAULT, errno);
+		{
+			struct kml_filter_info i = { .size = 3 };
+
+			EXPECT_EQ(-1, ioctl(self->fa, KML_FILTER_IOC_GET_INFO, &i));
+			EXPECT_EQ(EINVAL, errno);
+		}
+		/* not our commands: another number, another size, another magic */
+		EXPECT_EQ(-1, ioctl(self->fa, _IO(KML_FILTER_IOC_MAGIC, 0x3f)));
+		EXPECT_EQ(ENOTTY, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, _IOW(KML_FILTER_IOC_MAGIC, 0x31, __u64), &p));
+		EXPECT_EQ(ENOTTY, errno);
+		EXPECT_EQ(-1, ioctl(self->fa, _IO('T', 0x31)));
+		EXPECT_EQ(ENOTTY, errno);
+	}
+	ASSERT_EQ(0, list(self->fa, after, &na));
+	ia = info_of(self->fa);
+	ASSERT_EQ(nb, na);
+	EXPECT_EQ(0, memcmp(before, after, nb * sizeof(before[0])));
+	EXPECT_EQ(ib.generation, ia.generation);
+	EXPECT_EQ(KML_FILTER_DROP, ia.policy);
+}
+
+TEST_F(filter, unprivileged_gets_eperm)
+{
+	struct kml_filter_info ib;
+	pid_t pid;
+	int st;
+
+	ASSERT_EQ(0, add_rule(self->fa, "drop tcp dport 1"));
+	ib = info_of(self->fa);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kml_filter_add a = { .size = sizeof(a) };
+		struct kml_filter_replace r = { .size = sizeof(r) };
+		struct kml_filter_del d = { .size = sizeof(d) };
+		struct kml_filter_list l = { .size = sizeof(l) };
+		__u32 p = KML_FILTER_DROP;
+		int fd, bad = 0;
+
+		rule_of("drop udp", &a.rule);
+		/* a root-opened fd handed to nobody, then nobody's own open */
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(99);
+		for (int pass = 0; pass < 2; pass++) {
+			fd = pass ? open(KML_FILTER_DEVICE, O_RDWR) : self->fa;
+			bad |= ioctl(fd, KML_FILTER_IOC_ADD, &a) != -1 || errno != EPERM;
+			bad |= ioctl(fd, KML_FILTER_IOC_REPLACE, &r) != -1 || errno != EPERM;
+			bad |= ioctl(fd, KML_FILTER_IOC_DEL, &d) != -1 || errno != EPERM;
+			bad |= ioctl(fd, KML_FILTER_IOC_FLUSH) != -1 || errno != EPERM;
+			bad |= ioctl(fd, KML_FILTER_IOC_SET_POLICY, &p) != -1 || errno != EPERM;
+			bad |= ioctl(fd, KML_FILTER_IOC_LIST, &l) != -1 || errno != EPERM;
+			/* reading the summary is harmless and allowed */
+			bad |= info_of(fd).abi_version != KML_FILTER_ABI_VERSION;
+		}
+		/*
+		 * In a user namespace of its own, nobody is root of a new
+		 * network namespace it owns: rules there are fine, A's not.
+		 */
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET))
+			_exit(97);
+		fd = open(KML_FILTER_DEVICE, O_RDWR);
+		bad |= ioctl(fd, KML_FILTER_IOC_ADD, &a) != 0;
+		bad |= info_of(fd).nrules != 1;
+		bad |= ioctl(self->fa, KML_FILTER_IOC_FLUSH) != -1 || errno != EPERM;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	EXPECT_EQ(ib.generation, info_of(self->fa).generation);
+	EXPECT_EQ(1, info_of(self->fa).nrules);
+}
+
+static atomic_int stop_traffic;
+
+struct traffic {
+	const struct nets *n;
+	int rx, tx, lo;
+};
+
+static void *traffic_thread(void *arg)
+{
+	struct traffic *t = arg;
+
+	while (!atomic_load(&stop_traffic)) {
+		udp_send(t->tx, 10, 200);
+		udp_send(t->lo, 10, 200);
+		udp_drain(t->rx, 0);
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void *netns_churn_thread(void *arg)
+{
+	int *count = arg;
+
+	/* each unshare() drops the previous namespace: pernet init and exit */
+	while (!atomic_load(&stop_traffic))
+		if (!unshare(CLONE_NEWNET))
+			(*count)++;
+	return NULL;
+}
+
+TEST_F_TIMEOUT(filter, rmmod_under_traffic, 120)
+{
+	struct traffic t = { .n = &self->n };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	pthread_t th[2];
+	struct timespec t0, now;
+	int cycles = 0, busy = 0, namespaces = 0;
+
+	ASSERT_EQ(0, udp_pair(&self->n, 0, PORT_UDP, &t.rx, &t.tx));
+	t.lo = ns_socket(&self->n, self->n.a, AF_INET, SOCK_DGRAM);
+	len = addr_of(0, "127.0.0.1", PORT_UDP + 5, &ss);
+	ASSERT_EQ(0, connect(t.lo, (struct sockaddr *)&ss, len));
+	close(self->fa);
+	close(self->fb);
+	self->fa = self->fb = -1;
+	atomic_store(&stop_traffic, 0);
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, traffic_thread, &t));
+	ASSERT_EQ(0, pthread_create(&th[1], NULL, netns_churn_thread, &namespaces));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int fd = ns_filter(&self->n, self->n.a);
+
+		if (fd >= 0) {
+			EXPECT_EQ(0, add_rule(fd, "drop udp dport 9000"));
+			EXPECT_EQ(0, add_rule(fd, "accept in ipv4"));
+			/* an open file pins the module */
+			EXPECT_NE(0, syscall(SYS_delete_module, "kml_filter", O_NONBLOCK));
+			close(fd);
+		}
+		if (kml_unload("kml_filter") == 0)
+			cycles++;
+		else
+			busy++;
+		ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < 6);
+	atomic_store(&stop_traffic, 1);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	TH_LOG("%d unload/load cycles, %d busy, %d namespaces churned", cycles, busy,
+	       namespaces);
+	EXPECT_LT(5, cycles);
+	EXPECT_LT(5, namespaces);
+	/* the reloaded module starts from scratch */
+	self->fa = ns_filter(&self->n, self->n.a);
+	self->fb = ns_filter(&self->n, self->n.b);
+	EXPECT_EQ(0, info_of(self->fa).nrules);
+	close(t.rx);
+	close(t.tx);
+	close(t.lo);
+}
+
+/* the client, run in namespace A */
+#define CLIENT(fmt, ...) ({						\
+	int rc_ = -1;							\
+	if (!enter(self->n.a)) {					\
+		rc_ = KML_CLIENT("kml-filter", fmt, ##__VA_ARGS__);	\
+		if (enter(self->n.orig))				\
+			rc_ = -1;					\
+	}								\
+	rc_;								\
+})
+
+TEST_F(filter, client)
+{
+	char cmd[4096], out[16384];
+	const char *file = "/tmp/kml_filter_rules";
+	FILE *f;
+
+	EXPECT_EQ(0, CLIENT("add drop in udp dport 9000"));
+	EXPECT_EQ(0, CLIENT("add --at 1 accept in tcp src 10.99.0.0/24 dport 8080"));
+	EXPECT_EQ(0, CLIENT("policy drop"));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 7));
+	EXPECT_EQ(0, CLIENT("list"));
+	EXPECT_STREQ("policy drop\n"
+		     "accept in tcp src 10.99.0.0/24 dport 8080\n"
+		     "drop in udp dport 9000\n", out);
+	EXPECT_EQ(0, CLIENT("list -v"));
+	EXPECT_NE(NULL, strstr(out, "    2          7          896  drop in udp dport 9000\n"))
+		TH_LOG("%s", out);
+	EXPECT_EQ(0, CLIENT("--json list"));
+	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":0,\"proto\":17,\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"packets\":7,\"bytes\":896}"))
+		TH_LOG("%s", out);
+
+	/* list | load gives the same set back */
+	snprintf(cmd, sizeof(cmd), "%s/kml-filter list > %s", getenv("KMODLAB_BIN"), file);
+	ASSERT_EQ(0, ns_sh(self->n.a, cmd));
+	EXPECT_EQ(0, CLIENT("flush"));
+	EXPECT_EQ(0, CLIENT("policy accept"));
+	EXPECT_EQ(0, CLIENT("load %s", file));
+	EXPECT_STREQ("loaded 2 rules, policy drop\n", out);
+	EXPECT_EQ(0, CLIENT("list"));
+	EXPECT_STREQ("policy drop\n"
+		     "accept in tcp src 10.99.0.0/24 dport 8080\n"
+		     "drop in udp dport 9000\n", out);
+
+	/* a rule file with an error changes nothing */
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy accept\naccept udp\n# fine so far\ndrop tcp dport 90-80\n", f);
+	fclose(f);
+	EXPECT_EQ(1, CLIENT("load %s", file));
+	EXPECT_NE(NULL, strstr(out, "kml_filter_rules:4: reversed port range '90-80' (nothing changed)"))
+		TH_LOG("%s", out);
+	EXPECT_EQ(2, info_of(self->fa).nrules);
+	EXPECT_EQ(1, CLIENT("add drop sctp"));
+	EXPECT_STREQ("kml-filter: bad rule: unknown word 'sctp'\n", out);
+
+	EXPECT_EQ(0, CLIENT("del 1"));
+	EXPECT_EQ(0, CLIENT("del drop in udp dport 9000"));
+	EXPECT_EQ(1, CLIENT("del drop in udp dport 9000"));
+	EXPECT_STREQ("kml-filter: del: no such rule\n", out);
+	EXPECT_EQ(0, info_of(self->fa).nrules);
+	EXPECT_EQ(0, CLIENT("policy accept"));
+	EXPECT_EQ(1, CLIENT("bogus"));
+	EXPECT_EQ(0, CLIENT("--help"));
+	EXPECT_NE(NULL, strstr(out, "load FILE|-"));
+
+	/* as nobody: one line, non-zero */
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups %s/kml-filter flush 2>&1",
+		 getenv("KMODLAB_BIN"));
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
+	EXPECT_STREQ("kml-filter: flush needs CAP_NET_ADMIN in this network namespace (run as root)\n",
+		     out);
+	unlink(file);
+}
+
+TEST(client_without_module)
+{
+	char cmd[4096], out[4096];
+
+	ASSERT_EQ(0, kml_unload("kml_filter"));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("kml-filter: kml_filter is not loaded (/dev/kml_filter is missing): run `make demo` or `insmod kml_filter.ko`\n",
+		     out);
+}
+
+TEST_HARNESS_MAIN
