@@ -600,6 +600,26 @@ static int kml_filter_list(struct kml_filter_net *fn,
 	return ret;
 }
 
+/* A command that needs CAP_NET_ADMIN, once the caller has it. */
+static long kml_filter_command(struct kml_filter_net *fn, unsigned int cmd,
+			       void __user *uarg)
+{
+	switch (cmd) {
+	case KML_FILTER_IOC_LIST:
+		return kml_filter_list(fn, uarg);
+	case KML_FILTER_IOC_REPLACE:
+		return kml_filter_replace(fn, uarg);
+	case KML_FILTER_IOC_ADD:
+		return kml_filter_add(fn, uarg);
+	case KML_FILTER_IOC_DEL:
+		return kml_filter_del(fn, uarg);
+	case KML_FILTER_IOC_FLUSH:
+		return kml_filter_flush(fn);
+	default:
+		return kml_filter_set_policy(fn, uarg);
+	}
+}
+
 static long kml_filter_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
 {
@@ -618,23 +638,10 @@ static long kml_filter_ioctl(struct file *file, unsigned int cmd,
 	case KML_FILTER_IOC_LIST:
 		break;
 	default:
+		/* Not ours (another magic, number or size): say so, do nothing. */
 		return -ENOTTY;
 	}
-	if (!kml_filter_capable(file)) {
-		ret = -EPERM;
-	} else if (cmd == KML_FILTER_IOC_LIST) {
-		return kml_filter_list(fn, uarg);
-	} else if (cmd == KML_FILTER_IOC_REPLACE) {
-		ret = kml_filter_replace(fn, uarg);
-	} else if (cmd == KML_FILTER_IOC_ADD) {
-		ret = kml_filter_add(fn, uarg);
-	} else if (cmd == KML_FILTER_IOC_DEL) {
-		ret = kml_filter_del(fn, uarg);
-	} else if (cmd == KML_FILTER_IOC_FLUSH) {
-		ret = kml_filter_flush(fn);
-	} else {
-		ret = kml_filter_set_policy(fn, uarg);
-	}
+	ret = kml_filter_capable(file) ? kml_filter_command(fn, cmd, uarg) : -EPERM;
 	if (ret)
 		kml_stats_inc(kml_filter_stats, ST_REJECTED);
 	return ret;

@@ -70,10 +70,63 @@ run "$bin/kml-ring" produce --size 256 --rate 0 --seconds 2 --watermark 16384
 run "$bin/kml-ring" --json produce --size 4096 --rate 0 --seconds 1 --pages 256 --watermark 262144
 run "$bin/kml-ring" stat
 run rmmod kml_ring
+
+echo
+echo "== kml_filter: a netfilter hook, per network namespace =="
+run insmod "$ko/kml_filter/kml_filter.ko"
+say "two namespaces joined by a veth pair: kml-a 10.99.0.1, kml-b 10.99.0.2"
+ip netns add kml-a
+ip netns add kml-b
+ip link add va netns kml-a type veth peer name vb netns kml-b
+ip -n kml-a addr add 10.99.0.1/24 dev va
+ip -n kml-b addr add 10.99.0.2/24 dev vb
+for ns in kml-a kml-b; do
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set "v${ns#kml-}" up
+done
+say "ip netns exec kml-a python3 -m http.server 8080 &   # a web server in kml-a"
+ip netns exec kml-a python3 -m http.server 8080 --bind 10.99.0.1 > /dev/null 2>&1 &
+web=$!
+fetch() { # HTTP GET from kml-b, 3 s at most
+	say "ip netns exec kml-b: GET http://10.99.0.1:8080/"
+	ip netns exec kml-b timeout 3 bash -c \
+		'exec 3<>/dev/tcp/10.99.0.1/8080 && printf "GET / HTTP/1.0\r\n\r\n" >&3 && head -1 <&3' ||
+		echo "(no answer: timed out)"
+}
+for _ in $(seq 50); do
+	ip netns exec kml-a bash -c ': < /dev/tcp/10.99.0.1/8080' 2> /dev/null && break
+	sleep 0.2
+done
+fetch
+run ip netns exec kml-a "$bin/kml-filter" add drop in tcp dport 8080
+run ip netns exec kml-a "$bin/kml-filter" add accept in icmp
+fetch
+run ip netns exec kml-a "$bin/kml-filter" list -v
+run ip netns exec kml-b "$bin/kml-filter" list -v
+say "kml-b has no rules: its own traffic is its own business"
+cat > /run/kml-rules <<'RULES'
+# a whole rule set, applied at once
+policy drop
+accept in tcp src 10.99.0.0/24 dport 8080
+accept out
+accept in icmp
+RULES
+run cat /run/kml-rules
+run ip netns exec kml-a "$bin/kml-filter" load /run/kml-rules
+fetch
+run ip netns exec kml-a "$bin/kml-filter" --json list
+run ip netns exec kml-a "$bin/kml-filter" add drop tcp dport 99999
+run "$bin/kml-stats" kml_filter
+kill "$web"
+wait "$web" 2> /dev/null
+ip netns del kml-a
+ip netns del kml-b
+run rmmod kml_filter
 run rmmod kml_sensor kml_stats
 say "$bin/kml-stats; $bin/kml-sensor read   # modules gone: clear errors"
 "$bin/kml-stats" || echo "(exit status $?)"
 "$bin/kml-sensor" read || echo "(exit status $?)"
 "$bin/kml-ring" produce || echo "(exit status $?)"
+"$bin/kml-filter" list || echo "(exit status $?)"
 echo
 echo "demo finished"
