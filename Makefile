@@ -9,6 +9,11 @@ TOP     := $(CURDIR)
 BUILD   := $(TOP)/build
 KSCRIPT := $(TOP)/scripts/kernel.sh
 
+# `make install` is for a real host: the running kernel, unless told.
+ifneq ($(filter install,$(MAKECMDGOALS)),)
+KDIR ?= /lib/modules/$(shell uname -r)/build
+endif
+
 # KDIR defaults to the cached test kernel; point it at any configured tree
 # (e.g. /lib/modules/$(uname -r)/build) to build for a real host.
 ifeq ($(origin KDIR),undefined)
@@ -39,7 +44,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check lint demo vm \
-	bench bench-build clean distclean
+	bench bench-build install dkms-install clean distclean
 
 all: modules userspace selftests hosttests
 
@@ -52,6 +57,8 @@ help:
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
+	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, for the running kernel'
+	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
 
 kernel:
 	$(KSCRIPT) build
@@ -214,6 +221,33 @@ bench:
 
 vm: all
 	$(TOP)/scripts/vm-run.sh --interactive
+
+# ---- installing on a real host (see README: "On a real host") ----
+PREFIX  ?= /usr/local
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
+
+install: userspace
+	$(TOP)/scripts/mirror.sh $(TOP) $(KBUILDDIR)-install
+	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 modules
+	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 \
+		INSTALL_MOD_DIR=updates/kmodlab $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) \
+		modules_install
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $$(cat $(KDIR)/include/config/kernel.release)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/linux \
+		$(DESTDIR)/etc/udev/rules.d
+	install -m 0755 $(addprefix $(BUILD)/bin/,$(CLIENTS)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(wildcard uapi/linux/kml_*.h) $(DESTDIR)$(PREFIX)/include/linux/
+	install -m 0644 scripts/udev/60-kmodlab.rules $(DESTDIR)/etc/udev/rules.d/
+
+# DKMS_KVER=<release> builds for that kernel instead of the running one.
+dkms-install:
+	-dkms remove -m kmodlab -v $(VERSION) --all
+	rm -rf /usr/src/kmodlab-$(VERSION)
+	install -d /usr/src/kmodlab-$(VERSION)
+	cp -r Kbuild dkms.conf modules uapi /usr/src/kmodlab-$(VERSION)/
+	dkms add -m kmodlab -v $(VERSION)
+	dkms build -m kmodlab -v $(VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))
+	dkms install -m kmodlab -v $(VERSION) $(if $(DKMS_KVER),-k $(DKMS_KVER))
 
 clean:
 	rm -rf $(BUILD)
