@@ -226,13 +226,16 @@ vm: all
 PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
 
+# The release as the running kernel reports it (Debian's kernel.release differs).
+KREL = $$(sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h)
+
 install: userspace
 	$(TOP)/scripts/mirror.sh $(TOP) $(KBUILDDIR)-install
 	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 modules
 	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 \
-		INSTALL_MOD_DIR=updates/kmodlab $(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) \
-		modules_install
-	depmod $(if $(DESTDIR),-b $(DESTDIR)) $$(cat $(KDIR)/include/config/kernel.release)
+		KERNELRELEASE=$(KREL) INSTALL_MOD_DIR=updates/kmodlab \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KREL)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/linux \
 		$(DESTDIR)/etc/udev/rules.d
 	install -m 0755 $(addprefix $(BUILD)/bin/,$(CLIENTS)) $(DESTDIR)$(PREFIX)/bin/

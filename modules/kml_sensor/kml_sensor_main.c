@@ -621,14 +621,21 @@ static int __init kml_sensor_init(void)
 	ret = misc_register(&kml_sensor_misc);
 	if (ret)
 		goto err_pdev;
-	for (ch = 0; ch < channels; ch++)
-		kml_temp_config[ch] = HWMON_T_INPUT | HWMON_T_LABEL;
-	kml_dev.hwmon = hwmon_device_register_with_info(&kml_dev.pdev->dev,
-							"kml_sensor", NULL,
-							&kml_hwmon_chip, NULL);
-	if (IS_ERR(kml_dev.hwmon)) {
-		ret = PTR_ERR(kml_dev.hwmon);
-		goto err_misc;
+	/*
+	 * Kernels without hwmon exist (Debian's cloud kernels): there the
+	 * ioctls work alone. The constant condition lets the compiler drop
+	 * the calls, so the module does not need hwmon's symbols.
+	 */
+	if (IS_REACHABLE(CONFIG_HWMON)) {
+		for (ch = 0; ch < channels; ch++)
+			kml_temp_config[ch] = HWMON_T_INPUT | HWMON_T_LABEL;
+		kml_dev.hwmon = hwmon_device_register_with_info(&kml_dev.pdev->dev,
+								"kml_sensor", NULL,
+								&kml_hwmon_chip, NULL);
+		if (IS_ERR(kml_dev.hwmon)) {
+			ret = PTR_ERR(kml_dev.hwmon);
+			goto err_misc;
+		}
 	}
 	schedule_delayed_work(&kml_dev.sampler,
 			      msecs_to_jiffies(kml_dev.period_ms));
@@ -646,7 +653,8 @@ err_stats:
 static void __exit kml_sensor_exit(void)
 {
 	/* Open files pin the module (.owner), so no client is left. */
-	hwmon_device_unregister(kml_dev.hwmon);
+	if (IS_REACHABLE(CONFIG_HWMON))
+		hwmon_device_unregister(kml_dev.hwmon);
 	misc_deregister(&kml_sensor_misc);
 	platform_device_unregister(kml_dev.pdev);
 	/* Safe for a self-rearming work: it stops re-queueing itself. */
