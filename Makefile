@@ -44,7 +44,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 .PHONY: all help kernel modules userspace selftests hosttests fuzz check lint demo vm \
-	bench bench-build install dkms-install check-all clean distclean
+	bench bench-build install dkms-install check-all check-stock clean distclean
 
 all: modules userspace selftests hosttests
 
@@ -52,6 +52,7 @@ help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
 	@echo 'make check-all  make check on the 6.12 and the 6.1 test kernel (what CI runs)'
+	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12)'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios'
@@ -214,6 +215,10 @@ check:
 # What CI runs: `make check` on 6.12, then on 6.1, one summed last line.
 check-all:
 	$(TOP)/scripts/check-all.sh
+
+# The selftests on Debian's own cloud kernel (STOCK=6.1|6.12), no gcov.
+check-stock:
+	$(TOP)/scripts/stock.sh
 
 lint:
 	$(TOP)/scripts/lint.sh

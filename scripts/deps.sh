@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the Debian/Ubuntu packages a kmodlab target needs.
-#   scripts/deps.sh host|kernel|vm|check   (groups add up)
+#   scripts/deps.sh host|kernel|vm|check|stock|pkg=NAME   (groups add up)
 # As root: apt-get installs what is missing. As anyone else: print the
 # exact command to run and fail, rather than half-working later.
 set -euo pipefail
@@ -14,6 +14,8 @@ for group in "$@"; do
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
 	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck) ;;
+	stock)	pkgs+=(busybox-static cpio kmod) ;;
+	pkg=*)	pkgs+=("${group#pkg=}") ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac
 done

@@ -29,6 +29,9 @@
 #                  for tests that patch kernel text while another vCPU runs
 #                  it, which multi-threaded TCG does not emulate faithfully
 #   --no-gcov      do not copy coverage counters back
+#   --stock DIR    boot a stock distro kernel prepared by scripts/stock.sh:
+#                  DIR/vmlinuz, DIR/initrd.gz, DIR/lib/modules; the host's /
+#                  and the results share come over virtiofs (no 9p there)
 # KMODLAB_KVM=1 tries KVM first and falls back to TCG if the guest does not
 # come up (KVM does not work on the machine this was developed on).
 set -uo pipefail
@@ -36,7 +39,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
-timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1
+timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 stock=
 
 while (($#)); do
 	case $1 in
@@ -49,6 +52,7 @@ while (($#)); do
 	--interactive)	interactive=1; shift ;;
 	--tcg-single)	accel_opts=,thread=single; shift ;;
 	--no-gcov)	gcov=0; shift ;;
+	--stock)	stock=$(cd "$2" && pwd) || exit 2; gcov=0; shift 2 ;;
 	--)		shift; break ;;
 	-*)		echo "vm-run: unknown option $1" >&2; exit 2 ;;
 	*)		break ;;
@@ -60,7 +64,9 @@ if ((!interactive && $# == 0)); then
 fi
 
 "$here/deps.sh" vm || exit 2
-if [[ -z $kernel ]]; then
+if [[ -n $stock ]]; then
+	kernel=$stock/vmlinuz
+elif [[ -z $kernel ]]; then
 	kernel=$("$here/kernel.sh" kdir)/arch/x86/boot/bzImage
 fi
 if [[ ! -r $kernel ]]; then
@@ -97,12 +103,42 @@ cmdline+=" kmodlab_mode=$( ((interactive)) && echo shell || echo run)"
 qemu_args=(
 	-cpu max -smp "$smp" -m "$mem"
 	-display none -no-reboot -monitor none
-	-kernel "$kernel" -append "$cmdline"
-	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
-	-device virtio-9p-pci,fsdev=root,mount_tag=root
-	-fsdev local,id=out,path="$out",security_model=none,multidevs=remap
-	-device virtio-9p-pci,fsdev=out,mount_tag=kmlout
 )
+if [[ -z $stock ]]; then
+	qemu_args+=(
+		-kernel "$kernel" -append "$cmdline"
+		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
+		-device virtio-9p-pci,fsdev=root,mount_tag=root
+		-fsdev local,id=out,path="$out",security_model=none,multidevs=remap
+		-device virtio-9p-pci,fsdev=out,mount_tag=kmlout
+	)
+else
+	# virtiofs: one virtiofsd per share, guest RAM shared with them
+	cmdline="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
+	cmdline+=" kmodlab_init=$here/guest/init.sh kmodlab_repo=$repo kmodlab_mode=run"
+	cmdline+=" kmodlab_stock_modules=$stock/lib/modules"
+	[[ -n $append ]] && cmdline+=" $append"
+	vfs=$(mktemp -d)
+	trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$vfs"' EXIT
+	for share in root:/ kmlout:"$out"; do
+		/usr/lib/qemu/virtiofsd --socket-path="$vfs/${share%%:*}" \
+			-o source="${share#*:}" -o cache=none -o sandbox=chroot \
+			-o log_level=err &
+	done
+	for _ in $(seq 50); do
+		[[ -S $vfs/root && -S $vfs/kmlout ]] && break
+		sleep 0.1
+	done
+	qemu_args+=(
+		-kernel "$kernel" -initrd "$stock/initrd.gz" -append "$cmdline"
+		-object memory-backend-memfd,id=mem,size="${mem}M",share=on
+		-numa node,memdev=mem
+		-chardev socket,id=vfsroot,path="$vfs/root"
+		-device vhost-user-fs-pci,chardev=vfsroot,tag=root
+		-chardev socket,id=vfsout,path="$vfs/kmlout"
+		-device vhost-user-fs-pci,chardev=vfsout,tag=kmlout
+	)
+fi
 
 run_qemu() { # $1 = accelerator
 	if ((interactive)); then

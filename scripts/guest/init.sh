@@ -28,7 +28,9 @@ for d in /tmp /var/tmp; do
 done
 mkdir -p /run/home
 export HOME=/run/home TMPDIR=/run
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kmlout "$out"
+# 9p on the test kernel; virtiofs on the stock kernels (scripts/stock.sh)
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kmlout "$out" 2>/dev/null ||
+	mount -t virtiofs kmlout "$out"
 ip link set lo up 2>/dev/null
 hostname kmodlab-guest 2>/dev/null
 export KMODLAB_OUT=$out KMODLAB_GUEST=1

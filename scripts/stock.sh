@@ -1,0 +1,115 @@
+#!/bin/bash
+# `make check-stock`: the guest selftests on Debian's own kernel, not ours.
+#
+#   STOCK=6.1|6.12 scripts/stock.sh     (default 6.1)
+#
+# Takes the newest linux-image-*-cloud-amd64 of the series from apt, builds
+# the modules against its linux-headers package (as a user's machine
+# would), boots the unmodified image in QEMU with a small busybox
+# initramfs (scripts/guest/stock-init: the cloud kernels have no 9p and
+# build virtio as modules, so the host's / comes over virtiofs) and runs
+# the same selftests as `make check`. No gcov there, so no coverage; the
+# modules are unsigned, so loading them taints the kernel, nothing more.
+# Ends with "N passed, N failed, N skipped".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+series=${STOCK:-6.1}
+cache=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock
+pass=0 fail=0 skip=0
+ok()  { pass=$((pass + 1)); echo "PASS: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+finish() {
+	echo "$pass passed, $fail failed, $skip skipped"
+	exit $((fail ? 1 : 0))
+}
+count_tap() { # $1 = TAP file, $2 = label
+	local p f s
+	p=$(grep -cE '^ok [0-9]+ ' "$1")
+	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1")
+	f=$(grep -cE '^not ok [0-9]+ ' "$1")
+	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
+	grep -E '^not ok [0-9]+ ' "$1" | sed "s/^/FAIL: $2: /"
+	echo "$2: $((p - s)) passed, $f failed, $s skipped"
+	((p + f > 0))
+}
+
+"$here/deps.sh" host vm stock || { bad "install dependencies"; finish; }
+abi=$(for p in $(apt-cache search --names-only '^linux-image-[0-9].*-cloud-amd64$' |
+		 awk '{print $1}'); do
+	v=$(apt-cache show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Version: //p')
+	[[ $v == "$series".* ]] && echo "$v ${p#linux-image-}"
+      done | sort -V | tail -n 1 | cut -d' ' -f2)
+if [[ -z $abi ]]; then
+	bad "no linux-image-*-cloud-amd64 of series $series in apt"
+	finish
+fi
+echo "stock kernel: $abi"
+"$here/deps.sh" "pkg=linux-headers-$abi" || { bad "install linux-headers-$abi"; finish; }
+
+# The image, unpacked (never installed: this machine's boot is not ours).
+dir=$cache/$abi
+if [[ ! -s $dir/initrd.gz ]]; then
+	rm -rf "$dir"
+	mkdir -p "$dir/deb" "$dir/lib/modules"
+	(cd "$dir/deb" && apt-get download "linux-image-$abi") > /dev/null 2>&1 ||
+		{ bad "apt-get download linux-image-$abi"; finish; }
+	dpkg-deb -x "$dir"/deb/*.deb "$dir/x"
+	cp "$dir/x/boot/vmlinuz-$abi" "$dir/vmlinuz"
+	mv "$dir"/x/{usr/,}lib/modules/"$abi" "$dir/lib/modules/" 2>/dev/null
+	rm -rf "$dir/x" "$dir/deb"
+	depmod -b "$dir" "$abi"
+	ird=$(mktemp -d)
+	mkdir -p "$ird"/{bin,dev,proc,sys,newroot,lib/modules}
+	cp /bin/busybox "$ird/bin/busybox"
+	cp "$here/guest/stock-init" "$ird/init"
+	# what the virtio PCI transport and virtiofs need, in load order
+	modprobe -a -d "$dir" -S "$abi" --show-depends virtio_pci virtiofs |
+		awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while IFS= read -r ko; do
+		name=${ko##*/}
+		case $ko in
+		*.xz)	name=${name%.xz}; xz -dc "$ko" > "$ird/lib/modules/$name" ;;
+		*.zst)	name=${name%.zst}; zstd -qdc "$ko" > "$ird/lib/modules/$name" ;;
+		*)	cp "$ko" "$ird/lib/modules/$name" ;;
+		esac
+		echo "$name" >> "$ird/modules.order"
+	done
+	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -9) > "$dir/initrd.gz"
+	rm -rf "$ird"
+fi
+
+kdir=/usr/src/linux-headers-$abi
+kbuild=$repo/build/kmod/custom-$(echo "$kdir" | md5sum | cut -c1-8)
+[[ ${1:-} == prepare ]] && exit 0	# image and initramfs only
+if make -s KDIR="$kdir" modules > "$repo/build/stock-build.log" 2>&1 &&
+   make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
+	ok "modules built against linux-headers-$abi (W=1 -Werror)"
+else
+	tail -20 "$repo/build/stock-build.log"
+	bad "build against linux-headers-$abi"
+	finish
+fi
+
+race=probe.attach_detach_races_calls_on_both_cpus
+run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
+	local name=$1 opt=$2 rc out=$repo/build/vm/stock-$series-$1
+	shift 2
+	# shellcheck disable=SC2086
+	"$here/vm-run.sh" --stock "$dir" --timeout "${KMODLAB_VM_TIMEOUT:-1500}" \
+		--out "$out" $opt -- env KMODLAB_KO_DIR="$kbuild" \
+		scripts/guest/selftests.sh "$@"
+	rc=$?
+	if [[ -s $out/selftests.tap ]]; then
+		count_tap "$out/selftests.tap" "stock $abi $name" ||
+			bad "stock $name printed no results"
+	else
+		bad "stock $name produced no TAP output"
+	fi
+	((rc == 0)) && ok "stock $abi $name: passed, kernel log clean, powered off" ||
+		bad "stock $abi $name: vm-run exited $rc (see $out)"
+}
+run_guest selftests "" kml_stats_test kml_sensor_test kml_ring_test kml_filter_test \
+	"kml_probe_test:-T ${race#*.}"
+run_guest tcg-single --tcg-single "kml_probe_test:-r $race"
+finish
