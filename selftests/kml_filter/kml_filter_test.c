@@ -954,7 +954,7 @@ TEST_F_TIMEOUT(filter, rmmod_under_traffic, 120)
 	rc_;								\
 })
 
-TEST_F(filter, client)
+TEST_F_TIMEOUT(filter, client, 120)
 {
 	char cmd[4096], out[16384];
 	/* /run: /tmp is the read-only host one when the repo lives under it */
