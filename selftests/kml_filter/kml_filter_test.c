@@ -890,7 +890,7 @@ static void *netns_churn_thread(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(filter, rmmod_under_traffic, 120)
+TEST_F_TIMEOUT(filter, rmmod_under_traffic, 180)
 {
 	struct traffic t = { .n = &self->n };
 	struct sockaddr_storage ss;
@@ -926,13 +926,15 @@ TEST_F_TIMEOUT(filter, rmmod_under_traffic, 120)
 			busy++;
 		ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (now.tv_sec - t0.tv_sec < 6);
+		/* 6 s, and at least 10 cycles however slow the kernel (debug: ~1/s) */
+	} while (now.tv_sec - t0.tv_sec < 6 ||
+		 (cycles < 10 && now.tv_sec - t0.tv_sec < 120));
 	atomic_store(&stop_traffic, 1);
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
 	TH_LOG("%d unload/load cycles, %d busy, %d namespaces churned", cycles, busy,
 	       namespaces);
-	EXPECT_LT(5, cycles);
+	EXPECT_LE(10, cycles);
 	EXPECT_LT(5, namespaces);
 	/* the reloaded module starts from scratch */
 	self->fa = ns_filter(&self->n, self->n.a);

@@ -469,7 +469,7 @@ static void *call_loop(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(probe, attach_detach_races_calls_on_both_cpus, 60)
+TEST_F_TIMEOUT(probe, attach_detach_races_calls_on_both_cpus, 90)
 {
 	struct racer r[2] = { { .fd = self->fd, .cpu = 0 }, { .fd = self->fd, .cpu = 1 } };
 	pthread_t th[2];
@@ -491,7 +491,8 @@ TEST_F_TIMEOUT(probe, attach_detach_races_calls_on_both_cpus, 60)
 		ASSERT_EQ(0, detach(self->fd, TARGET));
 		cycles++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (t.tv_sec - t0.tv_sec < 4);
+		/* 4 s, and at least 20 cycles on a slow or busy machine */
+	} while (t.tv_sec - t0.tv_sec < 4 || (cycles < 20 && t.tv_sec - t0.tv_sec < 40));
 	for (i = 0; i < 2; i++) {
 		r[i].stop = 1;
 		pthread_join(th[i], NULL);
@@ -500,7 +501,7 @@ TEST_F_TIMEOUT(probe, attach_detach_races_calls_on_both_cpus, 60)
 	}
 	TH_LOG("%lu attach/detach cycles, %lu + %lu batches of calls", cycles,
 	       r[0].calls, r[1].calls);
-	EXPECT_GT(cycles, 10);
+	EXPECT_GE(cycles, 20);
 }
 
 static int file_has(const char *path, const char *needle)
