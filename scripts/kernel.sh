@@ -22,7 +22,8 @@ frags=("$here/kconfig/kmodlab.config")
 case $PROFILE in
 default) ;;
 debug)	frags+=("$here/kconfig/debug.config") ;;
-*)	echo "kernel.sh: unknown PROFILE '$PROFILE' (default, debug)" >&2; exit 2 ;;
+kcsan)	frags+=("$here/kconfig/kcsan.config") ;;
+*)	echo "kernel.sh: unknown PROFILE '$PROFILE' (default, debug, kcsan)" >&2; exit 2 ;;
 esac
 
 pkgver() {
@@ -65,10 +66,15 @@ build() {
 	make -s -C "$srcdir" O="$out" olddefconfig
 	# A dependency Kconfig could not satisfy silently drops an option:
 	# refuse to build a kernel that lacks something the suite relies on.
+	# A later fragment overrides an earlier one, as in merge_config.sh.
 	local bad=0 line opt val
+	local -A want=()
 	while IFS= read -r line; do
 		[[ $line =~ ^(CONFIG_[A-Z0-9_]+)=(.*)$ ]] || continue
-		opt=${BASH_REMATCH[1]} val=${BASH_REMATCH[2]}
+		want[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+	done < <(cat "${frags[@]}")
+	for opt in "${!want[@]}"; do
+		val=${want[$opt]}
 		if [[ $val == n ]]; then
 			grep -qx "$opt=y" "$out/.config" || continue
 		else
@@ -76,7 +82,7 @@ build() {
 		fi
 		echo "kernel.sh: $opt=$val did not survive olddefconfig" >&2
 		bad=1
-	done < <(cat "${frags[@]}")
+	done
 	((bad == 0)) || exit 1
 	# bzImage for the guest; `modules` writes Module.symvers, without
 	# which gcov-profiled external modules see __gcov_* as undefined.
