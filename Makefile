@@ -43,7 +43,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
-.PHONY: all help kernel modules userspace selftests hosttests fuzz check lint demo vm \
+.PHONY: all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install dkms-install check-all check-stock clean distclean
 
 all: modules userspace selftests hosttests
@@ -135,6 +135,22 @@ $(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selft
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
+
+# The same selftests as 32-bit programs (gcc -m32), run in the guest
+# through IA32 emulation: the uapi must have one layout for both, and
+# every ioctl must work through .compat_ioctl. The 64-bit binary is a
+# prerequisite only to inherit its dependencies.
+ST_SRC_kml_stats_test  := selftests/kml_stats/kml_stats_test.c userspace/kml_stats_parse.c
+ST_SRC_kml_sensor_test := selftests/kml_sensor/kml_sensor_test.c
+ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c
+ST_SRC_kml_ring_test   := selftests/kml_ring/kml_ring_test.c $(RING_LIB)
+ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB)
+
+$(BUILD)/selftests32/%: $(BUILD)/selftests/%
+	@mkdir -p $(@D)
+	$(CC) -m32 $(SELFTEST_CFLAGS) -o $@ $(ST_SRC_$*) -lpthread
+
+selftests32: $(addprefix $(BUILD)/selftests32/,$(SELFTESTS))
 
 $(BUILD)/host/test_kml_stats_logic: selftests/host/test_kml_stats_logic.c \
 		modules/kml_stats/kml_stats_logic.c modules/kml_stats/kml_stats_logic.h

@@ -13,7 +13,8 @@ for group in "$@"; do
 	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
-	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck) ;;
+	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck
+		       gcc-multilib) ;;
 	stock)	pkgs+=(busybox-static cpio kmod) ;;
 	pkg=*)	pkgs+=("${group#pkg=}") ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;

@@ -7,10 +7,14 @@
 #   selftests.sh SPEC...         SPEC is BINARY or BINARY:HARNESS-ARGS, e.g.
 #                                "kml_probe_test:-T some_test" (-T excludes a
 #                                test, -r FIXTURE.TEST runs one)
+#
+# KMODLAB_SELFTEST_DIR picks the binaries (default build/selftests;
+# build/selftests32 holds the same tests built with -m32).
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 export KMODLAB_KO_DIR=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}
 export KMODLAB_BIN=$repo/build/bin
+stdir=${KMODLAB_SELFTEST_DIR:-$repo/build/selftests}
 if [[ ${KMODLAB_GUEST:-0} != 1 ]]; then
 	echo "selftests.sh: run me in the guest: scripts/vm-run.sh scripts/guest/selftests.sh" >&2
 	exit 2
@@ -29,13 +33,13 @@ unload_all() {
 }
 specs=("$@")
 if ((${#specs[@]} == 0)); then
-	for t in "$repo"/build/selftests/*; do
+	for t in "$stdir"/*; do
 		[[ -x $t ]] && specs+=("${t##*/}")
 	done
 fi
 rc=0
 for spec in "${specs[@]}"; do
-	t=$repo/build/selftests/${spec%%:*}
+	t=$stdir/${spec%%:*}
 	args=()
 	[[ $spec == *:* ]] && read -ra args <<< "${spec#*:}"
 	if [[ ! -x $t ]]; then
