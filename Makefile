@@ -44,20 +44,22 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 .PHONY: all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install dkms-install check-all check-stock clean distclean
+	bench bench-build install dkms-install check-all check-stock check-loaded \
+	clean distclean
 
 all: modules userspace selftests hosttests
 
 help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
-	@echo 'make check-all  make check on the 6.12 and the 6.1 test kernel (what CI runs)'
+	@echo 'make check-all  what CI runs: make check, the 6.1 and debug guests, the stock kernels'
 	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12)'
+	@echo 'make check-loaded make check while stress-ng keeps every host CPU busy'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios'
 	@echo 'make vm         interactive guest shell with the modules built'
-	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug)'
+	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, for the running kernel'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
@@ -231,6 +233,10 @@ check:
 # What CI runs: `make check` on 6.12, then on 6.1, one summed last line.
 check-all:
 	$(TOP)/scripts/check-all.sh
+
+# make check with every host CPU kept busy: verdicts must not depend on speed.
+check-loaded:
+	$(TOP)/scripts/check-loaded.sh
 
 # The selftests on Debian's own cloud kernel (STOCK=6.1|6.12), no gcov.
 check-stock:
