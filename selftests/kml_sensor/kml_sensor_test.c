@@ -1185,21 +1185,34 @@ TEST_F_TIMEOUT(dev, fuzz_random_ioctls, 300)
 
 #define CLIENT(fmt, ...) KML_CLIENT("kml-sensor", fmt, ##__VA_ARGS__)
 
-/* Waits until process @pid has the device open: 0, or -1 if it exited. */
-static int wait_until_open(pid_t pid)
+/*
+ * Waits until process @pid, once it runs @comm, has the device open: 0,
+ * or -1 if it exited. Before the exec the child still holds our own
+ * descriptors, which must not count.
+ */
+static int wait_until_open(pid_t pid, const char *comm)
 {
 	char dir[64], path[600], target[256];
 	double t0 = now_s();
 
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	while (now_s() - t0 < WORK_CAP_S) {
-		DIR *d = opendir(dir);
 		struct dirent *e;
 		int found = 0;
+		FILE *f;
+		DIR *d;
 
-		if (!d)
-			return -1;
-		while (!found && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		f = fopen(path, "r");
+		if (f) {
+			found = fgets(target, sizeof(target), f) &&
+				!strncmp(target, comm, strlen(comm)) &&
+				target[strlen(comm)] == '\n';
+			fclose(f);
+		}
+		d = found ? opendir(dir) : NULL;
+		found = 0;
+		while (d && !found && (e = readdir(d))) {
 			ssize_t n;
 
 			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
@@ -1209,7 +1222,8 @@ static int wait_until_open(pid_t pid)
 				found = !strcmp(target, DEV);
 			}
 		}
-		closedir(d);
+		if (d)
+			closedir(d);
 		if (found)
 			return 0;
 		if (waitpid(pid, NULL, WNOHANG) == pid)
@@ -1219,7 +1233,7 @@ static int wait_until_open(pid_t pid)
 	return -1;
 }
 
-TEST_F(dev, client)
+TEST_F_TIMEOUT(dev, client, 300)
 {
 	char cmd[4300], out[8192];
 
@@ -1260,7 +1274,7 @@ TEST_F(dev, client)
 			_exit(127);
 		}
 		close(p[1]);
-		ASSERT_EQ(0, wait_until_open(pid));
+		ASSERT_EQ(0, wait_until_open(pid, "kml-sensor"));
 		ASSERT_EQ(0, inject(self->fd, 1, 7000));
 		for (size_t len = 0;; len += n) {
 			n = read(p[0], out + len, sizeof(out) - 1 - len);
