@@ -141,12 +141,14 @@ static void kml_emit_locked(unsigned int ch, int zone)
  * never held while the scheduler walks the sleepers.
  */
 static u64 kml_lock(void)
+	__acquires(&kml_dev.lock)
 {
 	spin_lock(&kml_dev.lock);
 	return kml_dev.ring.head;
 }
 
 static void kml_unlock_wake(u64 head_before)
+	__releases(&kml_dev.lock)
 {
 	bool added = kml_dev.ring.head != head_before;
 

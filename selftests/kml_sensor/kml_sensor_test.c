@@ -826,7 +826,7 @@ TEST_F(dev, reset_records_the_return_to_normal)
  * The sampler writes a record once, whatever the number of open files;
  * each file still gets every record, in order.
  */
-TEST_F_TIMEOUT(dev, many_open_files_get_every_record, 300)
+TEST_F_TIMEOUT(dev, many_open_files_get_every_record, WORK_CAP_S)
 {
 	const int nfiles = 3000, crossings = 5;
 	struct rlimit rl = { nfiles + 64, nfiles + 64 };
@@ -1126,7 +1126,7 @@ static uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
-TEST_F_TIMEOUT(dev, fuzz_random_ioctls, 300)
+TEST_F_TIMEOUT(dev, fuzz_random_ioctls, WORK_CAP_S)
 {
 	const unsigned long iters = 100000;
 	char *buf = mmap(NULL, 8192, PROT_READ | PROT_WRITE,

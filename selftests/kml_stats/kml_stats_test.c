@@ -161,7 +161,7 @@ FIXTURE_TEARDOWN(big)
 	free(self->text);
 }
 
-TEST_F(big, content_and_format)
+TEST_F_TIMEOUT(big, content_and_format, 300)
 {
 	struct kml_snapshot s;
 	const struct kml_rec *r;
@@ -197,7 +197,7 @@ TEST_F(big, content_and_format)
 	kml_snapshot_free(&s);
 }
 
-TEST_F(big, read_sizes_give_identical_bytes)
+TEST_F_TIMEOUT(big, read_sizes_give_identical_bytes, 300)
 {
 	static const size_t sizes[] = { 1, 7, 4096, 1 << 20 };
 	size_t i, len;
@@ -214,7 +214,7 @@ TEST_F(big, read_sizes_give_identical_bytes)
 	}
 }
 
-TEST_F(big, lseek_pread_reread)
+TEST_F_TIMEOUT(big, lseek_pread_reread, 300)
 {
 	const size_t offs[] = { 0, 1, 17, 4095, 4096, 65535, 65536, 65537,
 				self->len / 2, self->len - 1, self->len };
@@ -271,7 +271,7 @@ TEST_F(big, lseek_pread_reread)
 	close(fd);
 }
 
-TEST_F(big, reset_as_root)
+TEST_F_TIMEOUT(big, reset_as_root, 300)
 {
 	struct kml_snapshot s;
 	const struct kml_rec *r;
@@ -296,7 +296,7 @@ TEST_F(big, reset_as_root)
 	kml_snapshot_free(&s);
 }
 
-TEST_F(big, reset_unprivileged_is_eperm)
+TEST_F_TIMEOUT(big, reset_unprivileged_is_eperm, 300)
 {
 	size_t len;
 	char *after;
@@ -330,7 +330,7 @@ TEST_F(big, reset_unprivileged_is_eperm)
 	free(after);
 }
 
-TEST_F(big, reset_malformed_changes_nothing)
+TEST_F_TIMEOUT(big, reset_malformed_changes_nothing, 300)
 {
 	static const struct { const char *s; size_t len; int err; } bad[] = {
 		{ "", 0, EINVAL },
