@@ -33,11 +33,11 @@ static void usage(FILE *f)
 		"  info                     channels, ranges, ABI version\n"
 		"  read [CH]                latest reading of one channel, or all\n"
 		"  watch [-c COUNT]         readings of all channels, every period\n"
-		"  alarm set CH LOW HIGH    alarm outside [LOW, HIGH] degrees C\n"
-		"  alarm off CH             disable a channel's alarm\n"
+		"  alarm set CH LOW HIGH    alarm outside [LOW, HIGH] degrees C (root)\n"
+		"  alarm off CH             disable a channel's alarm (root)\n"
 		"  alarm get [CH]           show alarm settings\n"
 		"  wait [-t SECONDS]        block until an alarm, print it (exit 3 on timeout)\n"
-		"  period [MS]              show or set the sampling period\n"
+		"  period [MS]              show or set (root) the sampling period\n"
 		"  inject CH VALUE|clear    hold a channel at VALUE degrees C (root)\n"
 		"  reset                    back to defaults (root)\n"
 		"\n"
@@ -78,7 +78,6 @@ static int open_device(int flags)
 			    device);
 		kml_die("cannot open %s: %s", device, strerror(errno));
 	}
-	info.size = sizeof(info);
 	if (ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info))
 		ioctl_failed("info");
 	if (info.abi_version != KML_SENSOR_ABI_VERSION)
@@ -130,7 +129,7 @@ static void print_reading(const struct kml_sensor_reading *r, const char *sep)
 
 static void read_all(int fd)
 {
-	struct kml_sensor_read_all all = { .size = sizeof(all) };
+	struct kml_sensor_read_all all = { .flags = 0 };
 	uint32_t i;
 
 	if (ioctl(fd, KML_SENSOR_IOC_READ_ALL, &all))
@@ -157,13 +156,14 @@ static int cmd_info(void)
 	printf("channels    %u\n", info.nchannels);
 	printf("range       %s .. %s C\n", temp(info.min_mc), temp(info.max_mc));
 	printf("period      %u .. %u ms\n", info.period_min_ms, info.period_max_ms);
-	printf("alarm queue %u records per open file\n", info.queue_len);
+	printf("alarm queue %u records (each open file may fall this far behind)\n",
+	       info.queue_len);
 	return 0;
 }
 
 static int cmd_read(int fd, int argc, char **argv)
 {
-	struct kml_sensor_reading r;
+	struct kml_sensor_reading r = { 0 };
 
 	if (argc > 1)
 		kml_die("%s", "usage: read [CH]");

@@ -20,6 +20,15 @@
 #include <linux/types.h>
 #include "../../uapi/linux/kml_stats.h"
 
+/*
+ * How big a set may be: every statistic owns 64-bit per-CPU slots, a
+ * counter one and a histogram one per bucket plus one for the sum, and a
+ * set owns at most KML_STATS_MAX_SLOTS of them (32 KiB per CPU, the most
+ * the per-CPU allocator hands out at once). Larger sets are -EINVAL.
+ */
+#define KML_STATS_MAX_SLOTS	4096
+#define KML_STATS_HIST_SLOTS	(KML_STATS_HIST_BUCKETS + 1)
+
 enum kml_stats_type {
 	KML_STAT_COUNTER,
 	KML_STAT_HIST,

@@ -136,47 +136,34 @@ int kml_check_period(__u32 ms)
 }
 
 /**
- * kml_evq_push() - queue a record, or count it lost if the queue is full
- * @q: the queue
- * @e: the record; its @lost field is filled in from the queue's count
- *
- * Return: true if queued, false if dropped.
+ * kml_evring_push() - add a record, overwriting the oldest once full
+ * @r: the ring
+ * @e: the record; its @lost field is the reader's business and left alone
  */
-bool kml_evq_push(struct kml_evq *q, const struct kml_sensor_event *e)
+void kml_evring_push(struct kml_evring *r, const struct kml_sensor_event *e)
 {
-	struct kml_sensor_event *slot;
-
-	if (kml_evq_len(q) >= KML_SENSOR_QUEUE_LEN) {
-		q->lost++;
-		return false;
-	}
-	slot = &q->ev[q->head % KML_SENSOR_QUEUE_LEN];
-	*slot = *e;
-	slot->lost = q->lost;
-	q->lost = 0;
-	q->head++;
-	return true;
+	r->ev[r->head % KML_SENSOR_QUEUE_LEN] = *e;
+	r->head++;
 }
 
 /**
- * kml_evq_peek() - the oldest record, left in the queue
- * @q: the queue
+ * kml_evring_next() - the next record for a reader
+ * @r: the ring
+ * @cursor: the number of the next record the reader wants
+ * @pos: set to the number of the record returned; @pos - @cursor records
+ *	were overwritten before the reader got to them
  *
- * Return: the record, or NULL if the queue is empty.
+ * The reader moves its cursor to @pos + 1 once it has consumed the record.
+ *
+ * Return: the record, left in the ring, or NULL if the reader is up to date.
  */
-const struct kml_sensor_event *kml_evq_peek(const struct kml_evq *q)
+const struct kml_sensor_event *kml_evring_next(const struct kml_evring *r,
+					       __u64 cursor, __u64 *pos)
 {
-	if (!kml_evq_len(q))
+	if (r->head == cursor)
 		return NULL;
-	return &q->ev[q->tail % KML_SENSOR_QUEUE_LEN];
-}
-
-/**
- * kml_evq_pop() - drop the oldest record
- * @q: the queue, not empty
- */
-void kml_evq_pop(struct kml_evq *q)
-{
-	if (kml_evq_len(q))
-		q->tail++;
+	*pos = cursor;
+	if (r->head - cursor > KML_SENSOR_QUEUE_LEN)
+		*pos = r->head - KML_SENSOR_QUEUE_LEN;
+	return &r->ev[*pos % KML_SENSOR_QUEUE_LEN];
 }

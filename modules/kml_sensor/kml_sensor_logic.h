@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Pure logic of kml_sensor (simulation model, alarm zones, argument checks,
- * the per-file alarm queue), free of kernel dependencies so host unit
+ * the alarm record ring), free of kernel dependencies so host unit
  * tests and fuzz targets build the very same code.
  */
 #ifndef _KML_SENSOR_LOGIC_H
@@ -15,8 +15,8 @@
 
 #include "../../uapi/linux/kml_sensor.h"
 
-/* Power of two, so free-running indices wrap correctly. */
-#define KML_SENSOR_QUEUE_LEN	64
+/* Alarm records kept; a power of two, so record numbers map to slots cheaply. */
+#define KML_SENSOR_QUEUE_LEN	256
 
 /* The model keeps a channel within its setpoint +/- this. */
 #define KML_MODEL_SPAN_MC	3050
@@ -42,29 +42,29 @@ int kml_check_inject(const struct kml_sensor_inject *in, unsigned int nchannels)
 int kml_check_period(__u32 ms);
 
 /**
- * struct kml_evq - a bounded FIFO of alarm records
- * @ev: the records
- * @head: free-running count of records pushed
- * @tail: free-running count of records popped
- * @lost: records dropped since the last one queued
+ * struct kml_evring - the device's alarm records, read by every open file
+ * @ev: the last %KML_SENSOR_QUEUE_LEN records
+ * @head: free-running count of records ever pushed: the number the next
+ *	one gets (record number n lives in @ev[n % %KML_SENSOR_QUEUE_LEN])
  *
- * When full, new records are dropped and counted, and the count rides on
- * the next record that fits: the reader learns exactly where the gap is.
+ * One writer pushes in O(1) however many files are open; each reader
+ * keeps its own cursor (the number of the next record it wants), so a
+ * slow reader holds nobody else up. A reader that falls more than
+ * %KML_SENSOR_QUEUE_LEN behind has lost the oldest records, and learns
+ * how many from kml_evring_next(). 64-bit numbers never wrap in practice.
  */
-struct kml_evq {
+struct kml_evring {
 	struct kml_sensor_event ev[KML_SENSOR_QUEUE_LEN];
-	__u32 head;
-	__u32 tail;
-	__u32 lost;
+	__u64 head;
 };
 
-static inline __u32 kml_evq_len(const struct kml_evq *q)
-{
-	return q->head - q->tail;
-}
+void kml_evring_push(struct kml_evring *r, const struct kml_sensor_event *e);
+const struct kml_sensor_event *kml_evring_next(const struct kml_evring *r,
+					       __u64 cursor, __u64 *pos);
 
-bool kml_evq_push(struct kml_evq *q, const struct kml_sensor_event *e);
-const struct kml_sensor_event *kml_evq_peek(const struct kml_evq *q);
-void kml_evq_pop(struct kml_evq *q);
+static inline bool kml_evring_pending(const struct kml_evring *r, __u64 cursor)
+{
+	return r->head != cursor;
+}
 
 #endif /* _KML_SENSOR_LOGIC_H */

@@ -8,13 +8,18 @@
  * driver gets -ENOTTY, not a misinterpretation), argument structs of
  * fixed-width fields shared with userspace through one uapi header, every
  * argument copied in and validated before anything changes, and a
- * capability check on the commands that change what other users see.
+ * capability check on every command that changes what other users see.
+ * The argument structs are extensible (../include/kml_ioctl.h): commands
+ * are matched without their size bits, and the size in the number tells
+ * which version of a struct the caller was built with.
  *
  * Alongside the ioctls, alarms show the other half of a character device:
  * read() returns fixed-size records, poll() reports when there are some,
  * and O_NONBLOCK gives -EAGAIN, the contract epoll and event loops need.
- * Each open file has its own bounded queue, so one slow reader cannot
- * make another miss alarms, and an overflow is counted, never silent.
+ * Records go into one ring that every open file reads with a cursor of
+ * its own: the sampler's work per record is the same for one open file
+ * or ten thousand, a slow reader holds nobody else up, and a reader that
+ * falls too far behind is told how many records it missed.
  *
  * The same readings are registered with hwmon, the subsystem real
  * sensors use, so /sys/class/hwmon and lm-sensors' `sensors` show them.
@@ -38,6 +43,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
 #include "kml_sensor_logic.h"
 
@@ -60,22 +66,22 @@ struct kml_chan {
 	int zone;
 };
 
-/* One per open file: its own alarm queue. */
+/* One per open file: where it is in the alarm records. */
 struct kml_client {
-	struct list_head node;		/* on kml_dev.clients */
 	struct mutex read_lock;		/* one reader at a time per file */
-	struct kml_evq q;		/* under kml_dev.lock */
+	u64 cursor;			/* next record to read; under kml_dev.lock */
 };
 
 static struct kml_dev {
 	/*
-	 * Guards the channels, the period and every client's queue. Taken
-	 * from process context only (ioctl, read, the sampling work).
+	 * Guards the channels, the period, the alarm ring and the clients'
+	 * cursors. Taken from process context only (ioctl, read, the
+	 * sampling work, hwmon), and never held across a wake-up.
 	 */
 	spinlock_t lock;
 	struct kml_chan chan[KML_SENSOR_MAX_CHANNELS];
 	unsigned int period_ms;
-	struct list_head clients;
+	struct kml_evring ring;		/* the alarm records every file reads */
 	wait_queue_head_t wq;		/* readers and pollers of all files */
 	struct delayed_work sampler;
 	struct platform_device *pdev;	/* parent of the misc and hwmon devices */
@@ -108,7 +114,11 @@ static const struct kml_stats_desc kml_sensor_stats[] = {
 	[ST_READS]		= { "reads", KML_STAT_COUNTER },
 };
 
-/* Queue an alarm record to every open file. Called with kml_dev.lock held. */
+/*
+ * Record an alarm for every open file: one write into the ring, whatever
+ * the number of files. Called with kml_dev.lock held; whoever took the
+ * lock wakes the readers after dropping it (kml_unlock_wake()).
+ */
 static void kml_emit_locked(unsigned int ch, int zone)
 {
 	struct kml_chan *c = &kml_dev.chan[ch];
@@ -119,14 +129,32 @@ static void kml_emit_locked(unsigned int ch, int zone)
 		.value_mc = c->value_mc,
 		.kind = zone,
 	};
-	struct kml_client *cl;
 
 	lockdep_assert_held(&kml_dev.lock);
 	kml_stats_inc(kml_dev.stats, ST_ALARMS);
-	list_for_each_entry(cl, &kml_dev.clients, node)
-		if (!kml_evq_push(&cl->q, &ev))
-			kml_stats_inc(kml_dev.stats, ST_OVERFLOWS);
-	wake_up_interruptible(&kml_dev.wq);
+	kml_evring_push(&kml_dev.ring, &ev);
+}
+
+/*
+ * Lock and unlock around anything that may record alarms. The wake-up
+ * comes after the unlock and only if records were added, so the lock is
+ * never held while the scheduler walks the sleepers.
+ */
+static u64 kml_lock(void)
+	__acquires(&kml_dev.lock)
+{
+	spin_lock(&kml_dev.lock);
+	return kml_dev.ring.head;
+}
+
+static void kml_unlock_wake(u64 head_before)
+	__releases(&kml_dev.lock)
+{
+	bool added = kml_dev.ring.head != head_before;
+
+	spin_unlock(&kml_dev.lock);
+	if (added)
+		wake_up_interruptible(&kml_dev.wq);
 }
 
 /* A zone change is an alarm; re-evaluated on every sample and setting. */
@@ -154,20 +182,26 @@ static void kml_sample_locked(unsigned int ch, s32 value_mc, u64 now)
 
 static void kml_sampler(struct work_struct *work)
 {
-	u64 now = ktime_get_ns();
+	u64 now = ktime_get_ns(), head;
 	unsigned int ch, period;
 
-	spin_lock(&kml_dev.lock);
+	/* O(channels) under the lock, never O(open files). */
+	head = kml_lock();
 	for (ch = 0; ch < channels; ch++)
 		if (!kml_dev.chan[ch].injected)
 			kml_sample_locked(ch, kml_model_step(&kml_dev.chan[ch].model),
 					  now);
 	period = kml_dev.period_ms;
-	spin_unlock(&kml_dev.lock);
+	kml_unlock_wake(head);
 	schedule_delayed_work(&kml_dev.sampler, msecs_to_jiffies(period));
 }
 
-/* Defaults: fresh models, alarms off, default period. Lock held. */
+/*
+ * Defaults: fresh models, alarms off, default period. Lock held. The zone
+ * is left to kml_eval_locked(), so a channel that was in alarm records its
+ * return to normal like any other change: readers are never left
+ * believing in an alarm that is gone.
+ */
 static void kml_reset_locked(void)
 {
 	u64 now = ktime_get_ns();
@@ -183,18 +217,29 @@ static void kml_reset_locked(void)
 			.low_mc = KML_SENSOR_MIN_MC,
 			.high_mc = KML_SENSOR_MAX_MC,
 		};
-		c->zone = KML_SENSOR_ZONE_NORMAL;
 		kml_sample_locked(ch, kml_model_step(&c->model), now);
 	}
 	kml_dev.period_ms = KML_SENSOR_PERIOD_DEFAULT_MS;
 }
 
-/* ---- ioctls: copy in, validate, act under the lock, copy out ---- */
+/*
+ * ---- ioctls: check privilege, copy in, validate, act under the lock,
+ * copy out ----
+ *
+ * Each handler gets usize, the struct size the caller's ioctl number
+ * carries, and copies with kml_copy_struct_in()/_out(): an older caller's
+ * smaller struct and a newer caller's larger one both work.
+ */
 
-static int kml_ioc_info(struct kml_sensor_info __user *uinfo)
+/* Changes every user sees need privilege; checked before the argument is read. */
+static bool kml_may_change(void)
+{
+	return capable(CAP_SYS_ADMIN);
+}
+
+static int kml_ioc_info(void __user *up, size_t usize)
 {
 	struct kml_sensor_info info = {
-		.size = sizeof(info),
 		.abi_version = KML_SENSOR_ABI_VERSION,
 		.nchannels = channels,
 		.units = KML_SENSOR_UNITS_MILLI_CELSIUS,
@@ -204,13 +249,10 @@ static int kml_ioc_info(struct kml_sensor_info __user *uinfo)
 		.period_max_ms = KML_SENSOR_PERIOD_MAX_MS,
 		.queue_len = KML_SENSOR_QUEUE_LEN,
 	};
-	u32 size;
 
-	if (get_user(size, &uinfo->size))
-		return -EFAULT;
-	if (size != sizeof(info))
+	if (usize < KML_SENSOR_INFO_SIZE_VER0)
 		return -EINVAL;
-	return copy_to_user(uinfo, &info, sizeof(info)) ? -EFAULT : 0;
+	return kml_copy_struct_out(up, usize, &info, sizeof(info));
 }
 
 static void kml_reading_locked(unsigned int ch, struct kml_sensor_reading *r)
@@ -223,52 +265,63 @@ static void kml_reading_locked(unsigned int ch, struct kml_sensor_reading *r)
 	r->seq = c->seq;
 }
 
-static int kml_ioc_read(struct kml_sensor_reading __user *ur)
+static int kml_ioc_read(void __user *up, size_t usize)
 {
 	struct kml_sensor_reading r;
-	u32 ch;
+	int ret;
 
-	if (get_user(ch, &ur->channel))
-		return -EFAULT;
-	if (ch >= channels)
+	ret = kml_copy_struct_in(&r, sizeof(r), up, usize,
+				 KML_SENSOR_READING_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (r.channel >= channels)
 		return -EINVAL;
 	spin_lock(&kml_dev.lock);
-	kml_reading_locked(ch, &r);
+	kml_reading_locked(r.channel, &r);
 	spin_unlock(&kml_dev.lock);
-	return copy_to_user(ur, &r, sizeof(r)) ? -EFAULT : 0;
+	return kml_copy_struct_out(up, usize, &r, sizeof(r));
 }
 
-static int kml_ioc_read_all(struct kml_sensor_read_all __user *ua)
+static int kml_ioc_read_all(void __user *up, size_t usize)
 {
 	struct kml_sensor_read_all all;
 	unsigned int ch;
-	u32 size;
+	int ret;
 
-	if (get_user(size, &ua->size))
-		return -EFAULT;
-	if (size != sizeof(all))
+	ret = kml_copy_struct_in(&all, sizeof(all), up, usize,
+				 KML_SENSOR_READ_ALL_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (all.flags)
 		return -EINVAL;
-	all.size = sizeof(all);
+	/* Unused entries go back zeroed: no stale or uninitialised data. */
+	memset(all.readings, 0, sizeof(all.readings));
 	all.nchannels = channels;
 	/* One lock hold: every channel from the same instant. */
 	spin_lock(&kml_dev.lock);
 	for (ch = 0; ch < channels; ch++)
 		kml_reading_locked(ch, &all.readings[ch]);
 	spin_unlock(&kml_dev.lock);
-	/*
-	 * Copy only the filled entries: half the bytes with the default
-	 * channel count, and no uninitialised stack can leak out.
-	 */
-	if (copy_to_user(ua, &all, offsetof(typeof(all), readings) +
-			 channels * sizeof(all.readings[0])))
-		return -EFAULT;
-	return 0;
+	return kml_copy_struct_out(up, usize, &all, sizeof(all));
 }
 
-static int kml_ioc_set_period(u32 __user *up)
+/* A scalar cannot grow, so its commands must carry exactly its size. */
+static int kml_ioc_get_period(u32 __user *up, size_t usize)
+{
+	if (usize != sizeof(u32))
+		return -ENOTTY;
+	return put_user(READ_ONCE(kml_dev.period_ms), up);
+}
+
+static int kml_ioc_set_period(u32 __user *up, size_t usize)
 {
 	u32 ms;
 
+	if (usize != sizeof(u32))
+		return -ENOTTY;
+	/* The device's period, so every user's sample rate: privileged. */
+	if (!kml_may_change())
+		return -EPERM;
 	if (get_user(ms, up))
 		return -EFAULT;
 	if (kml_check_period(ms))
@@ -281,48 +334,64 @@ static int kml_ioc_set_period(u32 __user *up)
 	return 0;
 }
 
-static int kml_ioc_get_alarm(struct kml_sensor_alarm __user *ua)
+static int kml_ioc_get_alarm(void __user *up, size_t usize)
 {
 	struct kml_sensor_alarm a;
-	u32 ch;
+	int ret;
 
-	if (get_user(ch, &ua->channel))
-		return -EFAULT;
-	if (ch >= channels)
+	ret = kml_copy_struct_in(&a, sizeof(a), up, usize,
+				 KML_SENSOR_ALARM_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (a.channel >= channels)
 		return -EINVAL;
 	spin_lock(&kml_dev.lock);
-	a = kml_dev.chan[ch].alarm;
+	a = kml_dev.chan[a.channel].alarm;
 	spin_unlock(&kml_dev.lock);
-	return copy_to_user(ua, &a, sizeof(a)) ? -EFAULT : 0;
+	return kml_copy_struct_out(up, usize, &a, sizeof(a));
 }
 
-static int kml_ioc_set_alarm(struct kml_sensor_alarm __user *ua)
+static int kml_ioc_set_alarm(void __user *up, size_t usize)
 {
 	struct kml_sensor_alarm a;
+	u64 head;
+	int ret;
 
-	if (copy_from_user(&a, ua, sizeof(a)))
-		return -EFAULT;
+	/*
+	 * Thresholds are the device's (every open file gets the records they
+	 * cause), so setting them is privileged, as hwmon's tempN_max is.
+	 */
+	if (!kml_may_change())
+		return -EPERM;
+	ret = kml_copy_struct_in(&a, sizeof(a), up, usize,
+				 KML_SENSOR_ALARM_SIZE_VER0);
+	if (ret)
+		return ret;
 	if (kml_check_alarm(&a, channels))
 		return -EINVAL;
-	spin_lock(&kml_dev.lock);
+	head = kml_lock();
 	kml_dev.chan[a.channel].alarm = a;
 	kml_eval_locked(a.channel);
-	spin_unlock(&kml_dev.lock);
+	kml_unlock_wake(head);
 	return 0;
 }
 
-static int kml_ioc_inject(struct kml_sensor_inject __user *ui)
+static int kml_ioc_inject(void __user *up, size_t usize)
 {
 	struct kml_sensor_inject in;
 	struct kml_chan *c;
+	u64 head;
+	int ret;
 
-	if (!capable(CAP_SYS_ADMIN))
+	if (!kml_may_change())
 		return -EPERM;
-	if (copy_from_user(&in, ui, sizeof(in)))
-		return -EFAULT;
+	ret = kml_copy_struct_in(&in, sizeof(in), up, usize,
+				 KML_SENSOR_INJECT_SIZE_VER0);
+	if (ret)
+		return ret;
 	if (kml_check_inject(&in, channels))
 		return -EINVAL;
-	spin_lock(&kml_dev.lock);
+	head = kml_lock();
 	c = &kml_dev.chan[in.channel];
 	if (in.flags & KML_SENSOR_INJECT_CLEAR) {
 		c->injected = false;
@@ -330,17 +399,21 @@ static int kml_ioc_inject(struct kml_sensor_inject __user *ui)
 		c->injected = true;
 		kml_sample_locked(in.channel, in.value_mc, ktime_get_ns());
 	}
-	spin_unlock(&kml_dev.lock);
+	kml_unlock_wake(head);
 	return 0;
 }
 
-static int kml_ioc_reset(void)
+static int kml_ioc_reset(size_t usize)
 {
-	if (!capable(CAP_SYS_ADMIN))
+	u64 head;
+
+	if (usize)
+		return -ENOTTY;
+	if (!kml_may_change())
 		return -EPERM;
-	spin_lock(&kml_dev.lock);
+	head = kml_lock();
 	kml_reset_locked();
-	spin_unlock(&kml_dev.lock);
+	kml_unlock_wake(head);
 	mod_delayed_work(system_wq, &kml_dev.sampler,
 			 msecs_to_jiffies(KML_SENSOR_PERIOD_DEFAULT_MS));
 	return 0;
@@ -350,52 +423,55 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long arg)
 {
 	void __user *up = (void __user *)arg;
-	unsigned int stat;
+	size_t usize = _IOC_SIZE(cmd);
+	unsigned int stat = ST_IOC_UNKNOWN;
 	long ret;
 
-	switch (cmd) {
-	case KML_SENSOR_IOC_GET_INFO:
+	/* Magic, number and direction must match; the size is the caller's. */
+	switch (KML_IOC_NOSIZE(cmd)) {
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO):
 		stat = ST_IOC_INFO;
-		ret = kml_ioc_info(up);
+		ret = kml_ioc_info(up, usize);
 		break;
-	case KML_SENSOR_IOC_READ:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_READ):
 		stat = ST_IOC_READ;
-		ret = kml_ioc_read(up);
+		ret = kml_ioc_read(up, usize);
 		break;
-	case KML_SENSOR_IOC_READ_ALL:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_READ_ALL):
 		stat = ST_IOC_READ_ALL;
-		ret = kml_ioc_read_all(up);
+		ret = kml_ioc_read_all(up, usize);
 		break;
-	case KML_SENSOR_IOC_GET_PERIOD:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_PERIOD):
 		stat = ST_IOC_GET_PERIOD;
-		ret = put_user(READ_ONCE(kml_dev.period_ms), (u32 __user *)up);
+		ret = kml_ioc_get_period(up, usize);
 		break;
-	case KML_SENSOR_IOC_SET_PERIOD:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_SET_PERIOD):
 		stat = ST_IOC_SET_PERIOD;
-		ret = kml_ioc_set_period(up);
+		ret = kml_ioc_set_period(up, usize);
 		break;
-	case KML_SENSOR_IOC_GET_ALARM:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_ALARM):
 		stat = ST_IOC_GET_ALARM;
-		ret = kml_ioc_get_alarm(up);
+		ret = kml_ioc_get_alarm(up, usize);
 		break;
-	case KML_SENSOR_IOC_SET_ALARM:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_SET_ALARM):
 		stat = ST_IOC_SET_ALARM;
-		ret = kml_ioc_set_alarm(up);
+		ret = kml_ioc_set_alarm(up, usize);
 		break;
-	case KML_SENSOR_IOC_INJECT:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_INJECT):
 		stat = ST_IOC_INJECT;
-		ret = kml_ioc_inject(up);
+		ret = kml_ioc_inject(up, usize);
 		break;
-	case KML_SENSOR_IOC_RESET:
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_RESET):
 		stat = ST_IOC_RESET;
-		ret = kml_ioc_reset();
+		ret = kml_ioc_reset(usize);
 		break;
 	default:
-		/* Not ours (another magic, number or size): say so, do nothing. */
-		stat = ST_IOC_UNKNOWN;
+		/* Not ours (another magic, number or direction): do nothing. */
 		ret = -ENOTTY;
 		break;
 	}
+	if (ret == -ENOTTY)
+		stat = ST_IOC_UNKNOWN;
 	kml_stats_inc(kml_dev.stats, stat);
 	if (ret)
 		kml_stats_inc(kml_dev.stats, ST_ERRORS);
@@ -406,13 +482,15 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 
 static int kml_sensor_open(struct inode *inode, struct file *file)
 {
-	struct kml_client *cl = kzalloc(sizeof(*cl), GFP_KERNEL);
+	/* Any user can open many files: charge the memory to them. */
+	struct kml_client *cl = kzalloc(sizeof(*cl), GFP_KERNEL_ACCOUNT);
 
 	if (!cl)
 		return -ENOMEM;
 	mutex_init(&cl->read_lock);
+	/* A new file sees the records recorded from now on. */
 	spin_lock(&kml_dev.lock);
-	list_add_tail(&cl->node, &kml_dev.clients);
+	cl->cursor = kml_dev.ring.head;
 	spin_unlock(&kml_dev.lock);
 	file->private_data = cl;
 	return 0;
@@ -422,9 +500,7 @@ static int kml_sensor_release(struct inode *inode, struct file *file)
 {
 	struct kml_client *cl = file->private_data;
 
-	spin_lock(&kml_dev.lock);
-	list_del(&cl->node);
-	spin_unlock(&kml_dev.lock);
+	/* Nothing of ours points at the client: the ring does not know it. */
 	mutex_destroy(&cl->read_lock);
 	kfree(cl);
 	return 0;
@@ -435,7 +511,7 @@ static bool kml_has_events(struct kml_client *cl)
 	bool ret;
 
 	spin_lock(&kml_dev.lock);
-	ret = kml_evq_len(&cl->q) != 0;
+	ret = kml_evring_pending(&kml_dev.ring, cl->cursor);
 	spin_unlock(&kml_dev.lock);
 	return ret;
 }
@@ -446,6 +522,7 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	struct kml_client *cl = file->private_data;
 	struct kml_sensor_event ev;
 	size_t done = 0;
+	u64 pos = 0, lost = 0;
 	int ret;
 
 	kml_stats_inc(kml_dev.stats, ST_READS);
@@ -454,14 +531,16 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	if (mutex_lock_interruptible(&cl->read_lock))
 		return -ERESTARTSYS;
 	while (done + sizeof(ev) <= count) {
-		const struct kml_sensor_event *head;
+		const struct kml_sensor_event *next;
 
 		spin_lock(&kml_dev.lock);
-		head = kml_evq_peek(&cl->q);
-		if (head)
-			ev = *head;
+		next = kml_evring_next(&kml_dev.ring, cl->cursor, &pos);
+		if (next) {
+			ev = *next;
+			lost = pos - cl->cursor;
+		}
 		spin_unlock(&kml_dev.lock);
-		if (!head) {
+		if (!next) {
 			if (done)
 				break;
 			ret = -EAGAIN;
@@ -473,18 +552,22 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 				goto out;
 			continue;
 		}
+		/* What this file missed; other files have their own count. */
+		ev.lost = min_t(u64, lost, U32_MAX);
 		/*
-		 * Copy before popping: a bad buffer leaves the record queued.
-		 * Only this file's reader (we hold read_lock) pops, so the
-		 * record we peeked is still the oldest.
+		 * Copy before moving the cursor: a bad buffer leaves the record
+		 * to be read again. Only this file's reader (we hold read_lock)
+		 * moves its cursor.
 		 */
 		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
 			ret = -EFAULT;
 			goto out;
 		}
 		spin_lock(&kml_dev.lock);
-		kml_evq_pop(&cl->q);
+		cl->cursor = pos + 1;
 		spin_unlock(&kml_dev.lock);
+		if (lost)
+			kml_stats_add(kml_dev.stats, ST_OVERFLOWS, lost);
 		done += sizeof(ev);
 	}
 	ret = 0;
@@ -514,8 +597,9 @@ static const struct file_operations kml_sensor_fops = {
 };
 
 /*
- * 0666: any user may read the sensor and set alarms; INJECT and RESET
- * check CAP_SYS_ADMIN themselves, so the unprivileged get -EPERM.
+ * 0666: any user may read the sensor and its alarm records; the commands
+ * that change the device (SET_PERIOD, SET_ALARM, INJECT, RESET) check
+ * CAP_SYS_ADMIN themselves, so the unprivileged get -EPERM.
  */
 static struct miscdevice kml_sensor_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
@@ -598,7 +682,6 @@ static int __init kml_sensor_init(void)
 		return -EINVAL;
 	}
 	spin_lock_init(&kml_dev.lock);
-	INIT_LIST_HEAD(&kml_dev.clients);
 	init_waitqueue_head(&kml_dev.wq);
 	INIT_DELAYED_WORK(&kml_dev.sampler, kml_sampler);
 
@@ -617,10 +700,6 @@ static int __init kml_sensor_init(void)
 		ret = PTR_ERR(kml_dev.pdev);
 		goto err_stats;
 	}
-	kml_sensor_misc.parent = &kml_dev.pdev->dev;
-	ret = misc_register(&kml_sensor_misc);
-	if (ret)
-		goto err_pdev;
 	/*
 	 * Kernels without hwmon exist (Debian's cloud kernels): there the
 	 * ioctls work alone. The constant condition lets the compiler drop
@@ -634,15 +713,26 @@ static int __init kml_sensor_init(void)
 								&kml_hwmon_chip, NULL);
 		if (IS_ERR(kml_dev.hwmon)) {
 			ret = PTR_ERR(kml_dev.hwmon);
-			goto err_misc;
+			goto err_pdev;
 		}
 	}
 	schedule_delayed_work(&kml_dev.sampler,
 			      msecs_to_jiffies(kml_dev.period_ms));
+	/*
+	 * Last: the device node makes the module reachable from userspace
+	 * (an ioctl may re-arm the sampler), so everything it uses is ready
+	 * before, and a failure here has had no user to undo.
+	 */
+	kml_sensor_misc.parent = &kml_dev.pdev->dev;
+	ret = misc_register(&kml_sensor_misc);
+	if (ret)
+		goto err_work;
 	return 0;
 
-err_misc:
-	misc_deregister(&kml_sensor_misc);
+err_work:
+	cancel_delayed_work_sync(&kml_dev.sampler);
+	if (IS_REACHABLE(CONFIG_HWMON))
+		hwmon_device_unregister(kml_dev.hwmon);
 err_pdev:
 	platform_device_unregister(kml_dev.pdev);
 err_stats:
@@ -652,13 +742,16 @@ err_stats:
 
 static void __exit kml_sensor_exit(void)
 {
-	/* Open files pin the module (.owner), so no client is left. */
-	if (IS_REACHABLE(CONFIG_HWMON))
-		hwmon_device_unregister(kml_dev.hwmon);
+	/*
+	 * The reverse of init: first the device node, so no new user comes.
+	 * Open files pin the module (.owner), so no client is left either.
+	 */
 	misc_deregister(&kml_sensor_misc);
-	platform_device_unregister(kml_dev.pdev);
 	/* Safe for a self-rearming work: it stops re-queueing itself. */
 	cancel_delayed_work_sync(&kml_dev.sampler);
+	if (IS_REACHABLE(CONFIG_HWMON))
+		hwmon_device_unregister(kml_dev.hwmon);
+	platform_device_unregister(kml_dev.pdev);
 	kml_stats_unregister(kml_dev.stats);
 }
 

@@ -37,11 +37,11 @@
 
 /*
  * __alloc_percpu() cannot hand out more than PCPU_MIN_UNIT_SIZE at once,
- * which bounds how many 64-bit slots one set may own.
+ * which bounds how many 64-bit slots one set may own. The API header
+ * promises KML_STATS_MAX_SLOTS; the build checks the allocator agrees.
  */
-#define KML_STATS_MAX_SLOTS	(PCPU_MIN_UNIT_SIZE / sizeof(u64))
-/* A histogram owns one slot per bucket plus one for the sum. */
-#define KML_HIST_SLOTS		(KML_STATS_HIST_BUCKETS + 1)
+static_assert(KML_STATS_MAX_SLOTS * sizeof(u64) <= PCPU_MIN_UNIT_SIZE);
+#define KML_HIST_SLOTS		KML_STATS_HIST_SLOTS
 #define KML_DEMO_MAX		4000
 
 struct kml_stats_item {
@@ -142,7 +142,15 @@ struct kml_stats_set *kml_stats_register(const char *name,
 			return ERR_PTR(-EINVAL);
 	}
 
-	set = kzalloc(struct_size(set, items, n), GFP_KERNEL);
+	/*
+	 * A set of KML_STATS_MAX_SLOTS counters has 160 KiB of items and
+	 * 32 KiB of baseline: kvzalloc() falls back to vmalloc rather than
+	 * need physically contiguous pages (an order-6 allocation) that a
+	 * fragmented machine may not have. Sets are created by modules
+	 * (at load, or on a privileged request such as attaching a probe),
+	 * not by unprivileged users, so plain GFP_KERNEL.
+	 */
+	set = kvzalloc(struct_size(set, items, n), GFP_KERNEL);
 	if (!set)
 		return ERR_PTR(-ENOMEM);
 	set->n = n;
@@ -152,7 +160,7 @@ struct kml_stats_set *kml_stats_register(const char *name,
 	set->slots = __alloc_percpu(nslots * sizeof(u64), sizeof(u64));
 	if (!set->slots)
 		goto err_free;
-	set->base = kcalloc(nslots, sizeof(u64), GFP_KERNEL);
+	set->base = kvcalloc(nslots, sizeof(u64), GFP_KERNEL);
 	if (!set->base)
 		goto err_free;
 
@@ -181,9 +189,9 @@ struct kml_stats_set *kml_stats_register(const char *name,
 	return set;
 
 err_free:
-	kfree(set->base);
+	kvfree(set->base);
 	free_percpu(set->slots);
-	kfree(set);
+	kvfree(set);
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_GPL(kml_stats_register);
@@ -206,8 +214,8 @@ void kml_stats_unregister(struct kml_stats_set *set)
 	list_del(&set->node);
 	mutex_unlock(&kml_lock);
 	free_percpu(set->slots);
-	kfree(set->base);
-	kfree(set);
+	kvfree(set->base);
+	kvfree(set);
 }
 EXPORT_SYMBOL_GPL(kml_stats_unregister);
 
@@ -351,6 +359,13 @@ EXPORT_SYMBOL_GPL(kml_stats_reset);
 struct kml_cursor {
 	struct kml_stats_set *set;
 	unsigned int id;
+	/*
+	 * show()'s scratch space for a histogram: too big for the stack of
+	 * a function that may be deep in read(), and kept here so reading
+	 * allocates nothing per line. Allocated with the seq_file, which
+	 * charges it to the opener (any user may open the stats file).
+	 */
+	struct kml_stats_hist hist;
 };
 
 /* Takes kml_lock; seq_file always calls stop(), which drops it. */
@@ -418,10 +433,7 @@ static int kml_seq_show(struct seq_file *m, void *v)
 		return 0;
 	}
 
-	/* Too big for the stack of a function that may be deep in read(). */
-	h = kmalloc(sizeof(*h), GFP_KERNEL);
-	if (!h)
-		return -ENOMEM;
+	h = &cur->hist;
 	kml_hist_fill(cur->set, cur->id, h);
 	seq_printf(m, "%s %s hist %llu %llu", cur->set->name, item->name,
 		   h->count, h->sum);
@@ -429,7 +441,6 @@ static int kml_seq_show(struct seq_file *m, void *v)
 		if (h->buckets[k])
 			seq_printf(m, " %u:%llu", k, h->buckets[k]);
 	seq_putc(m, '\n');
-	kfree(h);
 	return 0;
 }
 

@@ -6,6 +6,10 @@
  * module does, at load time, in the style of the kernel's lib/test_*.c
  * modules: every check logs on failure and a failed check makes init
  * return -EINVAL, which the selftest sees as a failed insmod.
+ *
+ * It also leaves the largest set the API allows registered ("apitest_big",
+ * KML_STATS_MAX_SLOTS counters, counter i holding i) until it is unloaded,
+ * so the selftest can read it back through /proc/kmodlab/stats.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -13,6 +17,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "../include/kml_stats.h"
 
@@ -84,6 +89,78 @@ static void check_register_errors(void)
 	kml_stats_unregister(ERR_PTR(-ENOMEM));
 }
 
+static struct kml_stats_set *big;
+
+/* @nhist histograms then @ncount counters, names "h0000".., "c0000".. */
+static struct kml_stats_set *register_sized(const char *name,
+					    unsigned int nhist,
+					    unsigned int ncount)
+{
+	unsigned int i, n = nhist + ncount;
+	struct kml_stats_desc *desc;
+	struct kml_stats_set *set;
+	char (*names)[12];
+
+	desc = kvcalloc(n, sizeof(*desc), GFP_KERNEL);
+	names = kvcalloc(n, sizeof(*names), GFP_KERNEL);
+	set = ERR_PTR(-ENOMEM);
+	if (desc && names) {
+		for (i = 0; i < n; i++) {
+			snprintf(names[i], sizeof(names[i]), "%c%04u",
+				 i < nhist ? 'h' : 'c', i);
+			desc[i].name = names[i];
+			desc[i].type = i < nhist ? KML_STAT_HIST : KML_STAT_COUNTER;
+		}
+		set = kml_stats_register(name, desc, n);
+	}
+	/* Names and descriptors are copied: the caller's may go. */
+	kvfree(names);
+	kvfree(desc);
+	return set;
+}
+
+/*
+ * The largest sets the API allows, right at KML_STATS_MAX_SLOTS, and one
+ * slot more. The largest has 160 KiB of items: before kvzalloc() that was
+ * an order-6 kzalloc(), which a fragmented machine may fail.
+ */
+static void check_largest_sets(void)
+{
+	const unsigned int nh = KML_STATS_MAX_SLOTS / KML_STATS_HIST_SLOTS;
+	const unsigned int rest = KML_STATS_MAX_SLOTS - nh * KML_STATS_HIST_SLOTS;
+	struct kml_stats_hist *h;
+	struct kml_stats_set *set;
+	unsigned int i;
+
+	CHECK(PTR_ERR(register_sized("apitest_big", 0, KML_STATS_MAX_SLOTS + 1)) ==
+	      -EINVAL);
+	CHECK(PTR_ERR(register_sized("apitest_big", nh, rest + 1)) == -EINVAL);
+
+	set = register_sized("apitest_hist", nh, rest);
+	CHECK(!IS_ERR(set));
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	CHECK(h);
+	if (!IS_ERR(set) && h) {
+		kml_stats_hist_add(set, nh - 1, 5);
+		kml_stats_inc(set, nh + rest - 1);
+		CHECK(kml_stats_hist_read(set, nh - 1, h) == 0 && h->count == 1 &&
+		      h->sum == 5 && h->buckets[3] == 1);
+		CHECK(kml_stats_read(set, nh + rest - 1) == 1);
+	}
+	kfree(h);
+	kml_stats_unregister(set);
+
+	big = register_sized("apitest_big", 0, KML_STATS_MAX_SLOTS);
+	CHECK(!IS_ERR(big));
+	if (IS_ERR(big)) {
+		big = NULL;
+		return;
+	}
+	for (i = 0; i < KML_STATS_MAX_SLOTS; i++)
+		kml_stats_add(big, i, i);
+	CHECK(kml_stats_read(big, KML_STATS_MAX_SLOTS - 1) == KML_STATS_MAX_SLOTS - 1);
+}
+
 static void check_values(void)
 {
 	static const struct kml_stats_desc desc[] = {
@@ -130,7 +207,9 @@ static int __init kml_stats_apitest_init(void)
 {
 	check_register_errors();
 	check_values();
+	check_largest_sets();
 	if (failures) {
+		kml_stats_unregister(big);
 		pr_err("%d checks failed\n", failures);
 		return -EINVAL;
 	}
@@ -140,6 +219,7 @@ static int __init kml_stats_apitest_init(void)
 
 static void __exit kml_stats_apitest_exit(void)
 {
+	kml_stats_unregister(big);
 }
 
 module_init(kml_stats_apitest_init);

@@ -62,7 +62,7 @@ static void m_read_each(void)
 
 static void m_read_all(void)
 {
-	struct kml_sensor_read_all all = { .size = sizeof(all) };
+	struct kml_sensor_read_all all = { .flags = 0 };
 
 	if (ioctl(fd, KML_SENSOR_IOC_READ_ALL, &all))
 		die("READ_ALL");
@@ -138,7 +138,7 @@ int main(void)
 		{ .name = "READ x channels", .fn = m_read_each },
 	};
 	const int nm = sizeof(m) / sizeof(m[0]);
-	struct kml_sensor_info info = { .size = sizeof(info) };
+	struct kml_sensor_info info = { .flags = 0 };
 
 	fd = open(KML_SENSOR_DEVICE, O_RDONLY);
 	if (fd < 0)

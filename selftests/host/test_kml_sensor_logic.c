@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Host unit tests for kml_sensor's pure logic and kml-sensor's parsing. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kselftest_harness.h"
@@ -81,47 +82,108 @@ TEST(argument_checks)
 	ASSERT_EQ(-EINVAL, kml_check_period(10001));
 }
 
-TEST(queue_drops_new_and_reports_the_gap)
+/* Reads the next record the way the driver does; -1 when up to date. */
+static long long ring_read(const struct kml_evring *r, __u64 *cursor, __u64 *lost)
 {
-	static struct kml_evq q;
-	struct kml_sensor_event e = { 0 };
-	unsigned int i;
+	const struct kml_sensor_event *e;
+	__u64 pos;
 
-	ASSERT_EQ(NULL, kml_evq_peek(&q));
-	kml_evq_pop(&q);	/* popping empty is harmless */
-	ASSERT_EQ(0, kml_evq_len(&q));
-	for (i = 0; i < KML_SENSOR_QUEUE_LEN + 5; i++) {
-		e.seq = i;
-		ASSERT_EQ(i < KML_SENSOR_QUEUE_LEN, kml_evq_push(&q, &e));
-	}
-	ASSERT_EQ(KML_SENSOR_QUEUE_LEN, kml_evq_len(&q));
-	ASSERT_EQ(0, kml_evq_peek(&q)->seq);
-	kml_evq_pop(&q);
-	e.seq = 1000;
-	ASSERT_TRUE(kml_evq_push(&q, &e));
-	for (i = 1; i < KML_SENSOR_QUEUE_LEN; i++) {
-		ASSERT_EQ(i, kml_evq_peek(&q)->seq);
-		ASSERT_EQ(0, kml_evq_peek(&q)->lost);
-		kml_evq_pop(&q);
-	}
-	ASSERT_EQ(1000, kml_evq_peek(&q)->seq);
-	ASSERT_EQ(5, kml_evq_peek(&q)->lost);
-	kml_evq_pop(&q);
-	ASSERT_EQ(0, kml_evq_len(&q));
+	e = kml_evring_next(r, *cursor, &pos);
+	if (!e)
+		return -1;
+	*lost = pos - *cursor;
+	*cursor = pos + 1;
+	return (long long)e->seq;
 }
 
-TEST(queue_indices_wrap)
+TEST(ring_readers_keep_their_own_place)
 {
-	static struct kml_evq q;
+	static struct kml_evring r;
 	struct kml_sensor_event e = { 0 };
+	__u64 fast = 0, slow = 0, late, lost, pos;
+	unsigned int i;
 
-	q.head = q.tail = 0xfffffff0U;
+	ASSERT_FALSE(kml_evring_pending(&r, fast));
+	ASSERT_EQ(NULL, kml_evring_next(&r, fast, &pos));
+	for (i = 0; i < 10; i++) {
+		e.seq = i;
+		kml_evring_push(&r, &e);
+		/* The fast reader keeps up, record by record. */
+		ASSERT_TRUE(kml_evring_pending(&r, fast));
+		ASSERT_EQ(i, ring_read(&r, &fast, &lost));
+		ASSERT_EQ(0, lost);
+		ASSERT_FALSE(kml_evring_pending(&r, fast));
+	}
+	/* A reader that opens now (cursor = head) sees only what comes next. */
+	late = r.head;
+	ASSERT_FALSE(kml_evring_pending(&r, late));
+	e.seq = 10;
+	kml_evring_push(&r, &e);
+	ASSERT_EQ(10, ring_read(&r, &late, &lost));
+	/* The slow reader has not read at all and still has everything. */
+	for (i = 0; i <= 10; i++) {
+		ASSERT_EQ(i, ring_read(&r, &slow, &lost));
+		ASSERT_EQ(0, lost);
+	}
+	ASSERT_EQ(-1, ring_read(&r, &slow, &lost));
+}
+
+TEST(ring_overwrites_the_oldest_and_reports_the_gap)
+{
+	static struct kml_evring r;
+	struct kml_sensor_event e = { 0 };
+	__u64 cursor = 0, lost;
+	unsigned int i;
+
+	for (i = 0; i < KML_SENSOR_QUEUE_LEN + 5; i++) {
+		e.seq = i;
+		kml_evring_push(&r, &e);
+	}
+	/* The 5 oldest were overwritten: the first record says so. */
+	ASSERT_EQ(5, ring_read(&r, &cursor, &lost));
+	ASSERT_EQ(5, lost);
+	for (i = 6; i < KML_SENSOR_QUEUE_LEN + 5; i++) {
+		ASSERT_EQ(i, ring_read(&r, &cursor, &lost));
+		ASSERT_EQ(0, lost);
+	}
+	ASSERT_EQ(-1, ring_read(&r, &cursor, &lost));
+	/* Exactly full is not a loss. */
+	for (i = 0; i < KML_SENSOR_QUEUE_LEN; i++) {
+		e.seq = 1000 + i;
+		kml_evring_push(&r, &e);
+	}
+	ASSERT_EQ(1000, ring_read(&r, &cursor, &lost));
+	ASSERT_EQ(0, lost);
+}
+
+TEST(ring_numbers_map_to_slots_past_32_bits)
+{
+	static struct kml_evring r;
+	struct kml_sensor_event e = { 0 };
+	__u64 cursor, lost;
+
+	r.head = cursor = 0xfffffff0ULL;
 	for (int i = 0; i < 40; i++) {
 		e.seq = i;
-		ASSERT_TRUE(kml_evq_push(&q, &e));
-		ASSERT_EQ((__u64)i, kml_evq_peek(&q)->seq);
-		kml_evq_pop(&q);
+		kml_evring_push(&r, &e);
+		ASSERT_EQ(i, ring_read(&r, &cursor, &lost));
+		ASSERT_EQ(0, lost);
 	}
+	ASSERT_EQ(0x100000018ULL, cursor);
+}
+
+/* One layout for 32- and 64-bit callers: sizes and offsets are the ABI. */
+TEST(uapi_layout)
+{
+	ASSERT_EQ(KML_SENSOR_INFO_SIZE_VER0, sizeof(struct kml_sensor_info));
+	ASSERT_EQ(KML_SENSOR_READING_SIZE_VER0, sizeof(struct kml_sensor_reading));
+	ASSERT_EQ(KML_SENSOR_READ_ALL_SIZE_VER0, sizeof(struct kml_sensor_read_all));
+	ASSERT_EQ(KML_SENSOR_ALARM_SIZE_VER0, sizeof(struct kml_sensor_alarm));
+	ASSERT_EQ(KML_SENSOR_INJECT_SIZE_VER0, sizeof(struct kml_sensor_inject));
+	ASSERT_EQ(32, sizeof(struct kml_sensor_event));
+	ASSERT_EQ(8, offsetof(struct kml_sensor_reading, timestamp_ns));
+	ASSERT_EQ(8, offsetof(struct kml_sensor_read_all, readings));
+	ASSERT_EQ(16, offsetof(struct kml_sensor_event, channel));
 }
 
 TEST(parse_celsius)
