@@ -163,8 +163,14 @@ $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_ring/kml_ring_logic.c
 
-$(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FILTER_LIB) $(FILTER_HDR)
+$(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FILTER_LIB) $(FILTER_HDR) \
+		selftests/host/kml_filter_abi_check.h
 	@mkdir -p $(@D)
+	@# the uapi layout as a 32-bit caller sees it, if the compiler can target one
+	@if echo '#include <linux/types.h>' | $(CC) -m32 -fsyntax-only -x c - 2>/dev/null; then \
+		$(CC) -m32 -std=c11 -Wall -Wextra -Werror -fsyntax-only -I$(TOP)/uapi \
+			-x c selftests/host/kml_filter_abi_check.h; \
+	else echo 'kml_filter: no -m32 compiler, 32-bit uapi layout unchecked'; fi
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB)
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
