@@ -1337,6 +1337,65 @@ TEST_F_TIMEOUT(filter, client, 120)
 	unlink(file);
 }
 
+/* the 32-bit client, run in namespace A */
+#define CLIENT32(fmt, ...) ({						\
+	int rc_ = -1;							\
+	if (!enter(self->n.a)) {					\
+		rc_ = KML_CLIENT("kml-filter-m32", fmt, ##__VA_ARGS__);	\
+		if (enter(self->n.orig))				\
+			rc_ = -1;					\
+	}								\
+	rc_;								\
+})
+
+/*
+ * A 32-bit process reaches the same ioctls through compat_ptr_ioctl: the
+ * structs must have the same layout, and the user pointers in them (the
+ * rules of REPLACE, the entries of LIST) must work zero-extended.
+ */
+TEST_F_TIMEOUT(filter, client_32bit, 120)
+{
+	char cmd[4096], out[16384], out64[16384];
+	const char *file = "/run/kml_filter_rules32";
+	const char *bin = getenv("KMODLAB_BIN");
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s/kml-filter-m32", bin ? bin : ".");
+	if (access(cmd, X_OK))
+		SKIP(return, "no 32-bit client (the toolchain cannot build -m32 -static)");
+	/* IA32_EMULATION off: exec fails, the shell says 126 or 127 */
+	if (CLIENT32("--help") != 0)
+		SKIP(return, "this kernel cannot run 32-bit programs: %.200s", out);
+
+	EXPECT_EQ(0, CLIENT32("add drop in udp dport 9000"));
+	EXPECT_EQ(0, CLIENT32("add --at 1 accept in tcp src 10.99.0.0/24 dport 8080"));
+	EXPECT_EQ(0, CLIENT32("policy drop"));
+	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 3, 0));
+	EXPECT_EQ(3, rule_packets(self->fa, 1, 3));
+	EXPECT_EQ(0, CLIENT32("--json list"));
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"packets\":3,\"bytes\":384}"))
+		TH_LOG("%s", out);
+	/* what the 64-bit client sees, byte for byte */
+	EXPECT_EQ(0, CLIENT("list -v"));
+	memcpy(out64, out, sizeof(out));
+	EXPECT_EQ(0, CLIENT32("list -v"));
+	EXPECT_STREQ(out64, out);
+
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy accept\naccept udp\ndrop ipv6 tcp dst fd99::/64 sport 1-1023\n", f);
+	fclose(f);
+	EXPECT_EQ(0, CLIENT32("load %s", file));
+	EXPECT_EQ(0, CLIENT32("del accept udp"));
+	EXPECT_EQ(0, CLIENT("list"));
+	EXPECT_STREQ("policy accept\ndrop tcp dst fd99::/64 sport 1-1023\n", out);
+	EXPECT_EQ(0, CLIENT32("del 1"));
+	EXPECT_EQ(0, info_of(self->fa).nrules);
+	EXPECT_EQ(1, CLIENT32("del 1"));
+	EXPECT_STREQ("kml-filter: del: no such rule\n", out);
+	unlink(file);
+}
+
 TEST(client_without_module)
 {
 	char cmd[4096], out[4096];
