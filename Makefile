@@ -106,6 +106,15 @@ $(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CL
 
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
+# kml-filter as a 32-bit process, for the compat ioctl selftest (which
+# reports SKIP without it): static, so the guest needs no 32-bit libc.
+$(BUILD)/bin/kml-filter-m32: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CLI)
+	@mkdir -p $(@D)
+	@if echo 'int main(void) { return 0; }' | \
+	    $(CC) -m32 -static -x c -o /dev/null - 2>/dev/null; then \
+		$(CC) -m32 -static $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(CLI); \
+	else echo 'kml_filter: no -m32 -static toolchain, 32-bit client not built'; fi
+
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
 	KVER=6.12 $(KSCRIPT) unpack
 
@@ -136,7 +145,7 @@ $(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selft
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
-selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS))
+selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS)) $(BUILD)/bin/kml-filter-m32
 
 # The same selftests as 32-bit programs (gcc -m32), run in the guest
 # through IA32 emulation: the uapi must have one layout for both, and
@@ -181,8 +190,14 @@ $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_ring/kml_ring_logic.c
 
-$(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FILTER_LIB) $(FILTER_HDR)
+$(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FILTER_LIB) $(FILTER_HDR) \
+		selftests/host/kml_filter_abi_check.h
 	@mkdir -p $(@D)
+	@# the uapi layout as a 32-bit caller sees it, if the compiler can target one
+	@if echo '#include <linux/types.h>' | $(CC) -m32 -fsyntax-only -x c - 2>/dev/null; then \
+		$(CC) -m32 -std=c11 -Wall -Wextra -Werror -fsyntax-only -I$(TOP)/uapi \
+			-x c selftests/host/kml_filter_abi_check.h; \
+	else echo 'kml_filter: no -m32 compiler, 32-bit uapi layout unchecked'; fi
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB)
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))

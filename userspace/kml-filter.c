@@ -71,7 +71,7 @@ static void ioctl_failed(const char *what)
 static int open_device(void)
 {
 	int fd = open(device, O_RDONLY | O_CLOEXEC);
-	struct kml_filter_info info = { .size = sizeof(info) };
+	struct kml_filter_info info = { 0 };
 
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -79,8 +79,13 @@ static int open_device(void)
 				device);
 		kml_die("cannot open %s: %s", device, strerror(errno));
 	}
-	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info))
+	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info)) {
+		/* an ABI 1 module reads ABI 2's zero flags as a bad size */
+		if (errno == EINVAL)
+			kml_die("%s speaks an older ABI than this client's (%u): update the module",
+				device, KML_FILTER_ABI_VERSION);
 		ioctl_failed("info");
+	}
 	if (info.abi_version != KML_FILTER_ABI_VERSION)
 		kml_die("%s speaks ABI %u, this client ABI %u", device,
 			info.abi_version, KML_FILTER_ABI_VERSION);
@@ -113,8 +118,8 @@ static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 
 static void cmd_list(int fd, int verbose)
 {
-	struct kml_filter_info info = { .size = sizeof(info) };
-	struct kml_filter_list l = { .size = sizeof(l) };
+	struct kml_filter_info info = { 0 };
+	struct kml_filter_list l = { 0 };
 	struct kml_filter_entry *e = NULL;
 	unsigned int i;
 	char text[256];
@@ -180,7 +185,7 @@ static void cmd_list(int fd, int verbose)
 static void cmd_load(int fd, const char *path)
 {
 	struct kml_filter_ruleset rs = { 0 };
-	struct kml_filter_replace rep = { .size = sizeof(rep) };
+	struct kml_filter_replace rep = { 0 };
 	size_t len = 0, cap = 0, n;
 	char *buf = NULL, err[300];
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
@@ -260,7 +265,7 @@ int main(int argc, char **argv)
 		fd = open_device();
 		cmd_list(fd, verbose);
 	} else if (!strcmp(cmd, "add")) {
-		struct kml_filter_add a = { .size = sizeof(a), .position = KML_FILTER_APPEND };
+		struct kml_filter_add a = { .position = KML_FILTER_APPEND };
 
 		if (argc >= 2 && !strcmp(argv[0], "--at")) {
 			a.position = (__u32)kml_number(argv[1], KML_FILTER_MAX_RULES, "position");
@@ -275,7 +280,7 @@ int main(int argc, char **argv)
 		if (ioctl(fd, KML_FILTER_IOC_ADD, &a))
 			ioctl_failed("add");
 	} else if (!strcmp(cmd, "del")) {
-		struct kml_filter_del d = { .size = sizeof(d) };
+		struct kml_filter_del d = { 0 };
 
 		if (argc == 1 && argv[0][0] >= '0' && argv[0][0] <= '9') {
 			d.index = (__u32)kml_number(argv[0], KML_FILTER_MAX_RULES, "rule number");

@@ -25,7 +25,9 @@
  * Configuration is an ioctl on /dev/kml_filter that acts on the network
  * namespace of whoever opened it, with CAP_NET_ADMIN checked against the
  * user namespace that owns that network namespace, so a container's root
- * manages its own rules and nobody else's.
+ * manages its own rules and nobody else's. Its structs are extensible
+ * (kml_ioctl.h): the size in the ioctl number is the caller's struct
+ * size, so a later version can append fields without new numbers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,6 +51,7 @@
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 
+#include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
 #include "kml_filter_logic.h"
 
@@ -387,21 +390,26 @@ static bool kml_filter_policy_ok(u32 policy)
 	return policy == KML_FILTER_ACCEPT || policy == KML_FILTER_DROP;
 }
 
+/*
+ * Output only, but for @flags: the rest of the caller's struct is not read,
+ * so its old contents cannot make the call fail.
+ */
 static int kml_filter_get_info(struct kml_filter_net *fn,
-			       struct kml_filter_info __user *uinfo)
+			       struct kml_filter_info __user *uinfo, size_t usize)
 {
 	struct kml_filter_info info = {
-		.size = sizeof(info),
 		.abi_version = KML_FILTER_ABI_VERSION,
 		.max_rules = KML_FILTER_MAX_RULES,
 	};
 	struct kml_filter_set *set;
 	struct kml_filter_count pc;
-	u32 size;
+	u32 flags;
 
-	if (get_user(size, &uinfo->size))
+	if (usize < KML_FILTER_INFO_SIZE_VER0)
+		return -EINVAL;
+	if (get_user(flags, &uinfo->flags))
 		return -EFAULT;
-	if (size != sizeof(info))
+	if (flags)
 		return -EINVAL;
 	mutex_lock(&fn->lock);
 	set = kml_filter_current(fn);
@@ -412,19 +420,22 @@ static int kml_filter_get_info(struct kml_filter_net *fn,
 	mutex_unlock(&fn->lock);
 	info.policy_packets = pc.packets;
 	info.policy_bytes = pc.bytes;
-	return copy_to_user(uinfo, &info, sizeof(info)) ? -EFAULT : 0;
+	return kml_copy_struct_out(uinfo, usize, &info, sizeof(info));
 }
 
 static int kml_filter_replace(struct kml_filter_net *fn,
-			      const struct kml_filter_replace __user *ur)
+			      const struct kml_filter_replace __user *ur,
+			      size_t usize)
 {
 	struct kml_filter_replace r;
 	struct kml_filter_set *set;
 	int ret;
 
-	if (copy_from_user(&r, ur, sizeof(r)))
-		return -EFAULT;
-	if (r.size != sizeof(r) || r.reserved || r.count > KML_FILTER_MAX_RULES ||
+	ret = kml_copy_struct_in(&r, sizeof(r), ur, usize,
+				 KML_FILTER_REPLACE_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (r.flags || r.reserved || r.count > KML_FILTER_MAX_RULES ||
 	    (r.policy && !kml_filter_policy_ok(r.policy)))
 		return -EINVAL;
 	set = kml_filter_set_alloc(r.count);
@@ -489,14 +500,16 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 }
 
 static int kml_filter_add(struct kml_filter_net *fn,
-			  const struct kml_filter_add __user *ua)
+			  const struct kml_filter_add __user *ua, size_t usize)
 {
 	struct kml_filter_add a;
 	int ret;
 
-	if (copy_from_user(&a, ua, sizeof(a)))
-		return -EFAULT;
-	if (a.size != sizeof(a) || kml_filter_rule_check(&a.rule, NULL))
+	ret = kml_copy_struct_in(&a, sizeof(a), ua, usize,
+				 KML_FILTER_ADD_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (a.flags || kml_filter_rule_check(&a.rule, NULL))
 		return -EINVAL;
 	mutex_lock(&fn->lock);
 	ret = kml_filter_edit(fn, &a.rule, a.position, false, 0);
@@ -505,21 +518,24 @@ static int kml_filter_add(struct kml_filter_net *fn,
 }
 
 static int kml_filter_del(struct kml_filter_net *fn,
-			  const struct kml_filter_del __user *ud)
+			  const struct kml_filter_del __user *ud, size_t usize)
 {
 	static const struct kml_filter_rule zero;
 	struct kml_filter_set *set;
 	struct kml_filter_del d;
 	u32 i;
-	int ret = -ENOENT;
+	int ret;
 
-	if (copy_from_user(&d, ud, sizeof(d)))
-		return -EFAULT;
-	if (d.size != sizeof(d) || d.reserved || (d.flags & ~KML_FILTER_DEL_MATCH))
+	ret = kml_copy_struct_in(&d, sizeof(d), ud, usize,
+				 KML_FILTER_DEL_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (d.reserved[0] || d.reserved[1] || (d.flags & ~KML_FILTER_DEL_MATCH))
 		return -EINVAL;
 	if (d.flags ? kml_filter_rule_check(&d.rule, NULL) || d.index :
 		      !!memcmp(&d.rule, &zero, sizeof(zero)))
 		return -EINVAL;
+	ret = -ENOENT;
 	mutex_lock(&fn->lock);
 	set = kml_filter_current(fn);
 	i = d.index;
@@ -563,19 +579,21 @@ static int kml_filter_set_policy(struct kml_filter_net *fn,
 }
 
 static int kml_filter_list(struct kml_filter_net *fn,
-			   struct kml_filter_list __user *ul)
+			   struct kml_filter_list __user *ul, size_t usize)
 {
 	struct kml_filter_entry __user *ue;
 	struct kml_filter_entry e;
 	struct kml_filter_count c;
 	struct kml_filter_set *set;
 	struct kml_filter_list l;
-	int ret = 0;
+	int ret;
 	u32 i, n;
 
-	if (copy_from_user(&l, ul, sizeof(l)))
-		return -EFAULT;
-	if (l.size != sizeof(l))
+	ret = kml_copy_struct_in(&l, sizeof(l), ul, usize,
+				 KML_FILTER_LIST_SIZE_VER0);
+	if (ret)
+		return ret;
+	if (l.flags)
 		return -EINVAL;
 	ue = u64_to_user_ptr(l.entries);
 	/* The lock keeps one generation for the whole copy. */
@@ -595,24 +613,50 @@ static int kml_filter_list(struct kml_filter_net *fn,
 	l.count = set->nrules;
 	l.generation = fn->generation;
 	mutex_unlock(&fn->lock);
-	if (!ret && copy_to_user(ul, &l, sizeof(l)))
-		ret = -EFAULT;
+	if (!ret)
+		ret = kml_copy_struct_out(ul, usize, &l, sizeof(l));
 	return ret;
+}
+
+/*
+ * The published command @cmd stands for, or 0 if it is none of ours. The
+ * struct commands match whatever size their number carries (the caller's
+ * struct size, see kml_ioctl.h); FLUSH and SET_POLICY, which take no
+ * struct, only their exact numbers. Everything after this switches on
+ * the published numbers only.
+ */
+static unsigned int kml_filter_canonical(unsigned int cmd)
+{
+	switch (KML_IOC_NOSIZE(cmd)) {
+	case KML_IOC_NOSIZE(KML_FILTER_IOC_GET_INFO):
+		return KML_FILTER_IOC_GET_INFO;
+	case KML_IOC_NOSIZE(KML_FILTER_IOC_REPLACE):
+		return KML_FILTER_IOC_REPLACE;
+	case KML_IOC_NOSIZE(KML_FILTER_IOC_ADD):
+		return KML_FILTER_IOC_ADD;
+	case KML_IOC_NOSIZE(KML_FILTER_IOC_DEL):
+		return KML_FILTER_IOC_DEL;
+	case KML_IOC_NOSIZE(KML_FILTER_IOC_LIST):
+		return KML_FILTER_IOC_LIST;
+	}
+	if (cmd == KML_FILTER_IOC_FLUSH || cmd == KML_FILTER_IOC_SET_POLICY)
+		return cmd;
+	return 0;
 }
 
 /* A command that needs CAP_NET_ADMIN, once the caller has it. */
 static long kml_filter_command(struct kml_filter_net *fn, unsigned int cmd,
-			       void __user *uarg)
+			       void __user *uarg, size_t usize)
 {
 	switch (cmd) {
 	case KML_FILTER_IOC_LIST:
-		return kml_filter_list(fn, uarg);
+		return kml_filter_list(fn, uarg, usize);
 	case KML_FILTER_IOC_REPLACE:
-		return kml_filter_replace(fn, uarg);
+		return kml_filter_replace(fn, uarg, usize);
 	case KML_FILTER_IOC_ADD:
-		return kml_filter_add(fn, uarg);
+		return kml_filter_add(fn, uarg, usize);
 	case KML_FILTER_IOC_DEL:
-		return kml_filter_del(fn, uarg);
+		return kml_filter_del(fn, uarg, usize);
 	case KML_FILTER_IOC_FLUSH:
 		return kml_filter_flush(fn);
 	default:
@@ -625,11 +669,13 @@ static long kml_filter_ioctl(struct file *file, unsigned int cmd,
 {
 	struct kml_filter_net *fn = kml_filter_pernet(file->private_data);
 	void __user *uarg = (void __user *)arg;
+	size_t usize = _IOC_SIZE(cmd);
 	long ret;
 
+	cmd = kml_filter_canonical(cmd);
 	switch (cmd) {
 	case KML_FILTER_IOC_GET_INFO:
-		return kml_filter_get_info(fn, uarg);
+		return kml_filter_get_info(fn, uarg, usize);
 	case KML_FILTER_IOC_REPLACE:
 	case KML_FILTER_IOC_ADD:
 	case KML_FILTER_IOC_DEL:
@@ -638,10 +684,11 @@ static long kml_filter_ioctl(struct file *file, unsigned int cmd,
 	case KML_FILTER_IOC_LIST:
 		break;
 	default:
-		/* Not ours (another magic, number or size): say so, do nothing. */
+		/* Not ours (another magic, number or direction): do nothing. */
 		return -ENOTTY;
 	}
-	ret = kml_filter_capable(file) ? kml_filter_command(fn, cmd, uarg) : -EPERM;
+	ret = kml_filter_capable(file) ?
+	      kml_filter_command(fn, cmd, uarg, usize) : -EPERM;
 	if (ret)
 		kml_stats_inc(kml_filter_stats, ST_REJECTED);
 	return ret;

@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 			die(KML_FILTER_DEVICE);
 		for (c = 0; c < 5; c++) {
 			struct kml_filter_replace rep = {
-				.size = sizeof(rep), .count = nrules[c],
+				.count = nrules[c],
 				.rules = (__u64)(uintptr_t)sets[c],
 			};
 

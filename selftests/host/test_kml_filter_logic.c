@@ -6,12 +6,14 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kselftest_harness.h"
 #include "../../modules/kml_filter/kml_filter_logic.h"
 #include "kml_filter_parse.h"
+#include "kml_filter_abi_check.h"
 
 static int parse(const char *text, struct kml_filter_rule *r, char *err)
 {
@@ -49,8 +51,10 @@ static __u32 linear(const struct kml_filter_rule *r, __u32 n,
 	return KML_FILTER_NOMATCH;
 }
 
+/* kml_filter_abi_check.h checks offsets at compile time, for -m32 too */
 TEST(abi_layout)
 {
+	ASSERT_EQ(2, KML_FILTER_ABI_VERSION);
 	ASSERT_EQ(56, sizeof(struct kml_filter_rule));
 	ASSERT_EQ(72, sizeof(struct kml_filter_entry));
 	ASSERT_EQ(48, sizeof(struct kml_filter_info));
@@ -58,6 +62,13 @@ TEST(abi_layout)
 	ASSERT_EQ(64, sizeof(struct kml_filter_add));
 	ASSERT_EQ(72, sizeof(struct kml_filter_del));
 	ASSERT_EQ(24, sizeof(struct kml_filter_list));
+	/* what replaced ABI 1's leading size fields */
+	ASSERT_EQ(0, offsetof(struct kml_filter_info, flags));
+	ASSERT_EQ(0, offsetof(struct kml_filter_replace, flags));
+	ASSERT_EQ(0, offsetof(struct kml_filter_add, flags));
+	ASSERT_EQ(0, offsetof(struct kml_filter_del, flags));
+	ASSERT_EQ(8, offsetof(struct kml_filter_del, reserved));
+	ASSERT_EQ(0, offsetof(struct kml_filter_list, flags));
 }
 
 TEST(rule_check_rejects)

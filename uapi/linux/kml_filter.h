@@ -14,9 +14,17 @@
  * filtered by the complete old set or the complete new one, never a mix.
  *
  * Addresses are in network byte order, ports in host byte order. Every
- * struct is made of fixed-width fields with explicit padding; padding and
- * reserved fields must be zero on input (-EINVAL otherwise) so they can
- * carry meaning later. Structs lead with a size field so the ABI can grow.
+ * struct is made of fixed-width fields with explicit padding, the same
+ * for 32- and 64-bit callers; padding, reserved and flags fields must be
+ * zero on input (-EINVAL otherwise) so they can carry meaning later.
+ *
+ * The structs of the ioctls can grow at their end: the module matches a
+ * command without its size bits and takes the size encoded in the ioctl
+ * number as the caller's idea of the struct. An input struct smaller than
+ * its first published size (KML_FILTER_*_SIZE_VER0) is -EINVAL; a larger
+ * one works if every byte past what the module knows is zero, and is
+ * -E2BIG otherwise; the module zeroes the tail of a larger output struct.
+ * An older caller's smaller struct means the old behaviour.
  *
  * ioctl magic 0xBD, numbers 0x30-0x3F.
  */
@@ -27,7 +35,7 @@
 #include <linux/types.h>
 
 #define KML_FILTER_DEVICE	"/dev/kml_filter"
-#define KML_FILTER_ABI_VERSION	1
+#define KML_FILTER_ABI_VERSION	2
 #define KML_FILTER_MAX_RULES	65536
 
 /* struct kml_filter_rule.family: 0 matches both */
@@ -107,7 +115,7 @@ struct kml_filter_entry {
 
 /**
  * struct kml_filter_info - the namespace's filter (KML_FILTER_IOC_GET_INFO)
- * @size: in: sizeof(struct kml_filter_info) as the caller knows it
+ * @flags: in: zero; out: zero
  * @abi_version: %KML_FILTER_ABI_VERSION of the running module
  * @nrules: rules in the current set
  * @max_rules: %KML_FILTER_MAX_RULES
@@ -116,9 +124,12 @@ struct kml_filter_entry {
  * @generation: +1 for every change of the rule set or policy
  * @policy_packets: packets the policy decided (no rule matched)
  * @policy_bytes: their bytes
+ *
+ * The module reads only @flags and writes the rest (a larger caller's
+ * tail, whatever it held, comes back zeroed).
  */
 struct kml_filter_info {
-	__u32 size;
+	__u32 flags;
 	__u32 abi_version;
 	__u32 nrules;
 	__u32 max_rules;
@@ -131,7 +142,7 @@ struct kml_filter_info {
 
 /**
  * struct kml_filter_replace - replace the rule set (KML_FILTER_IOC_REPLACE)
- * @size: sizeof(struct kml_filter_replace)
+ * @flags: zero
  * @count: rules at @rules, 0..%KML_FILTER_MAX_RULES
  * @policy: new policy, or 0 to keep the current one
  * @reserved: zero
@@ -141,7 +152,7 @@ struct kml_filter_info {
  * policy in place. The new rules' counters start at zero.
  */
 struct kml_filter_replace {
-	__u32 size;
+	__u32 flags;
 	__u32 count;
 	__u32 policy;
 	__u32 reserved;
@@ -150,7 +161,7 @@ struct kml_filter_replace {
 
 /**
  * struct kml_filter_add - insert one rule (KML_FILTER_IOC_ADD)
- * @size: sizeof(struct kml_filter_add)
+ * @flags: zero
  * @position: index the rule gets (0 = first); %KML_FILTER_APPEND or any
  *	index past the end appends
  * @rule: the rule
@@ -158,7 +169,7 @@ struct kml_filter_replace {
  * Rules already in the set keep their counters.
  */
 struct kml_filter_add {
-	__u32 size;
+	__u32 flags;
 	__u32 position;
 	struct kml_filter_rule rule;
 };
@@ -170,7 +181,6 @@ struct kml_filter_add {
 
 /**
  * struct kml_filter_del - delete one rule (KML_FILTER_IOC_DEL)
- * @size: sizeof(struct kml_filter_del)
  * @flags: 0: delete the rule at @index; %KML_FILTER_DEL_MATCH: delete the
  *	first rule equal to @rule (-ENOENT if there is none)
  * @index: with @flags 0, the index to delete (-ENOENT past the end)
@@ -178,16 +188,15 @@ struct kml_filter_add {
  * @rule: with %KML_FILTER_DEL_MATCH, the rule to find; zero otherwise
  */
 struct kml_filter_del {
-	__u32 size;
 	__u32 flags;
 	__u32 index;
-	__u32 reserved;
+	__u32 reserved[2];
 	struct kml_filter_rule rule;
 };
 
 /**
  * struct kml_filter_list - read the rules and counters (KML_FILTER_IOC_LIST)
- * @size: sizeof(struct kml_filter_list)
+ * @flags: in: zero; out: zero
  * @count: in: room at @entries; out: rules in the set (which may be more
  *	than were copied: call again with a larger buffer)
  * @generation: out: the generation the entries belong to
@@ -196,12 +205,23 @@ struct kml_filter_del {
  * The entries copied are one consistent snapshot of one generation.
  */
 struct kml_filter_list {
-	__u32 size;
+	__u32 flags;
 	__u32 count;
 	__u64 generation;
 	__u64 entries;
 };
 
+/*
+ * The first published size of each struct: a smaller one is -EINVAL.
+ * sizeof() is the size this header knows, which may be larger.
+ */
+#define KML_FILTER_INFO_SIZE_VER0	48
+#define KML_FILTER_REPLACE_SIZE_VER0	24
+#define KML_FILTER_ADD_SIZE_VER0	64
+#define KML_FILTER_DEL_SIZE_VER0	72
+#define KML_FILTER_LIST_SIZE_VER0	24
+
+/* FLUSH and SET_POLICY take no struct: only their exact numbers are valid. */
 #define KML_FILTER_IOC_MAGIC	0xBD
 #define KML_FILTER_IOC_GET_INFO	_IOWR(KML_FILTER_IOC_MAGIC, 0x30, struct kml_filter_info)
 #define KML_FILTER_IOC_REPLACE	_IOW(KML_FILTER_IOC_MAGIC, 0x31, struct kml_filter_replace)
