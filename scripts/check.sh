@@ -142,12 +142,12 @@ rc=$?
 
 section "selftests in the guest"
 find "$kbuild" -name '*.gcda' -delete
-# One test patches kernel text (kprobe attach/detach) while the other vCPU
-# executes it. Multi-threaded TCG does not honour x86 cross-modifying-code
-# rules (measured: an int3 Oops within seconds, never with thread=single),
-# so that test runs in a guest of its own with one TCG thread; everything
+# Some tests patch kernel text (kprobe attach/detach) while the other vCPU
+# executes it (kml_probe_test's fixture probe_text). Multi-threaded TCG
+# does not honour x86 cross-modifying-code rules (measured: an int3 Oops
+# within seconds, never with thread=single), so those tests run in a guest of their own with one TCG thread; everything
 # else runs with real parallelism.
-race=probe.attach_detach_races_calls_on_both_cpus
+ptext=probe_text
 guest_run() { # $1 = name, rest = vm-run options and selftest specs
 	local name=$1 rc tap
 	shift
@@ -167,9 +167,9 @@ guest_run() { # $1 = name, rest = vm-run options and selftest specs
 	fi
 }
 guest_run selftests -- scripts/guest/selftests.sh kml_stats_test \
-	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-T ${race#*.}"
+	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-F $ptext"
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
-	scripts/guest/selftests.sh "kml_probe_test:-r $race"
+	scripts/guest/selftests.sh "kml_probe_test:-f $ptext"
 
 section "clients under valgrind in the guest"
 "$here/vm-run.sh" --timeout 900 --no-gcov --out "$build/vm/valgrind" -- \
