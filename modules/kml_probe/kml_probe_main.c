@@ -345,9 +345,13 @@ static int kml_fn_register(struct kml_fn *fn)
 	/*
 	 * Optimization is queued for later (a delayed worker), and adding
 	 * a probe with a post_handler undoes it synchronously if it already
-	 * happened: either way it is a breakpoint probe from here on.
+	 * happened: either way it is a breakpoint probe from here on. A
+	 * probe on an ftrace call site is never optimized, and kprobes
+	 * cannot add a post_handler to one already armed: no guard there.
 	 */
-	ret = kml_in_module(kp->addr);
+	ret = 0;
+	if (IS_ENABLED(CONFIG_OPTPROBES) && !(kp->flags & KPROBE_FLAG_FTRACE))
+		ret = kml_in_module(kp->addr);
 	if (ret > 0) {
 		fn->guard.addr = kp->addr;
 		fn->guard.post_handler = kml_guard_post;
