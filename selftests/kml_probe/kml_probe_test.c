@@ -823,10 +823,16 @@ TEST_F(probe, probed_module_unloaded_is_gone)
 	EXPECT_EQ(0, r.state);
 	EXPECT_EQ(3, r.count);
 
-	/* Detach, reload, attach: at once, each kind of probe, a few times. */
+	/*
+	 * Detach, reload, attach, each kind of probe, a few times. The probe
+	 * has lived long enough for kprobes' optimizer to get to it (a few
+	 * jiffies); detach and unload follow at once, before the optimizer
+	 * could retire it.
+	 */
 	for (int i = 0; i < 6; i++) {
 		unsigned int flags = i % 2 ? KML_PROBE_F_COUNT_ONLY : 0;
 
+		usleep(300000);
 		ASSERT_EQ(0, detach(self->fd, TARGET));
 		ASSERT_EQ(0, kml_unload(TARGET));
 		ASSERT_EQ(0, kml_load(TARGET_KO, ""));
