@@ -44,12 +44,14 @@
 #define KML_PROBE_F_ARG		0x4U	/* only calls with arg @arg_index == @arg_value */
 #define KML_PROBE_F_COUNT_ONLY	0x8U	/* plain kprobe: count calls, no latency */
 
-/* struct kml_probe_result.state, struct kml_probe_list_entry.state */
-#define KML_PROBE_S_GONE	0x1U	/* the function's module was unloaded:
-					 * nothing is counted until DETACH and
-					 * a new ATTACH */
-#define KML_PROBE_S_REDACTED	0x2U	/* captured values withheld (zeroed):
-					 * the caller lacks CAP_SYS_ADMIN */
+/*
+ * struct kml_probe_result.state, struct kml_probe_list_entry.state:
+ * GONE: the function's module was unloaded; nothing is counted until a
+ * DETACH and a new ATTACH. REDACTED: captured values withheld (zeroed),
+ * the caller lacks CAP_SYS_ADMIN.
+ */
+#define KML_PROBE_S_GONE	0x1U
+#define KML_PROBE_S_REDACTED	0x2U
 
 /**
  * struct kml_probe_attach - what to probe and how (KML_PROBE_IOC_ATTACH)
