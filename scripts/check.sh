@@ -166,12 +166,13 @@ rc=$?
 
 fi # runner
 
-# One test patches kernel text (kprobe attach/detach) while the other vCPU
-# executes it. Multi-threaded TCG does not honour x86 cross-modifying-code
-# rules (measured: an int3 Oops within seconds, never with thread=single),
-# so that test runs in a guest of its own with one TCG thread; everything
+# Some tests patch kernel text (kprobe attach/detach) while the other vCPU
+# executes it (kml_probe_test's fixture probe_text). Multi-threaded TCG
+# does not honour x86 cross-modifying-code rules (measured: an int3 Oops
+# within seconds, never with thread=single), so those tests run in a
+# guest of their own with one TCG thread; everything
 # else runs with real parallelism.
-race=probe.attach_detach_races_calls_on_both_cpus
+ptext=probe_text
 guest_run() { # $1 = name, rest = vm-run options and selftest specs
 	local name=$1 rc tap
 	shift
@@ -195,9 +196,9 @@ if want guest; then
 section "selftests in the guest ($KVER $PROFILE)"
 find "$kbuild" -name '*.gcda' -delete
 guest_run selftests -- scripts/guest/selftests.sh kml_stats_test \
-	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-T ${race#*.}"
+	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-F $ptext"
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
-	scripts/guest/selftests.sh "kml_probe_test:-r $race"
+	scripts/guest/selftests.sh "kml_probe_test:-f $ptext"
 fi
 
 if want compat32; then
@@ -207,7 +208,7 @@ section "32-bit selftests in the guest (IA32 emulation, compat ioctls)"
 # kml_stats has no ioctl: its /proc text reads the same from either.
 guest_run selftests32 --no-gcov -- env KMODLAB_SELFTEST_DIR="$build/selftests32" \
 	scripts/guest/selftests.sh kml_sensor_test kml_ring_test kml_filter_test \
-	"kml_probe_test:-T ${race#*.}"
+	"kml_probe_test:-F $ptext"
 fi
 
 if want valgrind; then

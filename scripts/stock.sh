@@ -98,7 +98,7 @@ fi
 # code (on the stock 6.1 kernel the rmmod race test stalled RCU with the
 # receiving vCPU stuck on ip_local_deliver's NF_HOOK jump label), so they
 # run in a single-threaded TCG guest, where the same tests are clean.
-race=probe.attach_detach_races_calls_on_both_cpus
+ptext=probe_text	# kml_probe_test's fixture of text-patching tests
 frace=filter.rmmod_under_traffic
 run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	local name=$1 opt=$2 rc out=$repo/build/vm/stock-$series-$1
@@ -118,6 +118,6 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 		bad "stock $abi $name: vm-run exited $rc (see $out)"
 }
 run_guest selftests "" kml_stats_test kml_sensor_test kml_ring_test \
-	"kml_filter_test:-T ${frace#*.}" "kml_probe_test:-T ${race#*.}"
-run_guest tcg-single --tcg-single "kml_probe_test:-r $race" "kml_filter_test:-r $frace"
+	"kml_filter_test:-T ${frace#*.}" "kml_probe_test:-F $ptext"
+run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:-r $frace"
 finish

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"                          time FUNC with a kretprobe (root)\n"
 		"  detach FUNC             remove its probe (root)\n"
 		"  list                    attached functions with count, avg, min, max, missed\n"
+		"                          (a function whose module was unloaded is marked gone)\n"
 		"  hist FUNC [-w SECONDS]  log2 latency histogram (of the last SECONDS)\n"
 		"  reset                   zero every probe's results (root)\n"
 		"  call COUNT DELAY_US [DEPTH]\n"
@@ -48,6 +49,10 @@ static void failed(const char *what, const char *func)
 	case ENOTTY:
 		kml_die("%s does not understand %s (module and client from different versions?)",
 		    KML_PROBE_DEVICE, what);
+	case ESRCH:
+		kml_die("no such process or thread for the --pid/--tgid filter");
+	case ENODEV:
+		kml_die("%s: kml_probe_target.ko is not loaded", what);
 	case ENOENT:
 		if (!strcmp(what, "attach"))
 			kml_die("no such kernel function: %s", func);
@@ -58,7 +63,7 @@ static void failed(const char *what, const char *func)
 		kml_die("too many probes: at most %d functions at once", KML_PROBE_MAX_FUNCS);
 	case EINVAL:
 		if (!strcmp(what, "attach"))
-			kml_die("kprobes refuse to probe %s (on the kprobe blacklist, not a function entry, or in a notrace section)",
+			kml_die("kprobes refuse to probe %s (on the kprobe blacklist, not a function entry such as foo.cold, or in a notrace section)",
 			    func);
 		kml_die("%s: invalid argument", what);
 	default:
@@ -171,9 +176,14 @@ static void get(int fd, const char *func, struct kml_probe_result *r)
 		failed("get", func);
 }
 
+static const char *state(const struct kml_probe_result *r)
+{
+	return r->state & KML_PROBE_S_GONE ? "gone (module unloaded)" : "attached";
+}
+
 static int cmd_list(int fd)
 {
-	struct kml_probe_list l = { .size = sizeof(l) };
+	struct kml_probe_list l = { 0 };
 	struct kml_probe_result r;
 	uint32_t i;
 
@@ -182,32 +192,33 @@ static int cmd_list(int fd)
 	if (json)
 		printf("[");
 	else
-		printf("%-32s %10s %12s %12s %12s %8s %8s\n", "FUNCTION", "CALLS",
-		       "AVG ns", "MIN ns", "MAX ns", "MISSED", "FILTERED");
+		printf("%-32s %10s %12s %12s %12s %8s %8s %s\n", "FUNCTION", "CALLS",
+		       "AVG ns", "MIN ns", "MAX ns", "MISSED", "FILTERED", "STATE");
 	for (i = 0; i < l.count; i++) {
 		get(fd, l.funcs[i].func, &r);
 		if (json)
 			printf("%s{\"func\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,"
 			       "\"min_ns\":%llu,\"max_ns\":%llu,\"nmissed\":%llu,"
 			       "\"filtered\":%llu,\"count_only\":%s,\"nargs\":%u,"
-			       "\"maxactive\":%u}", i ? "," : "", r.func,
+			       "\"maxactive\":%u,\"gone\":%s}", i ? "," : "", r.func,
 			       (unsigned long long)r.count, (unsigned long long)r.sum_ns,
 			       (unsigned long long)r.min_ns, (unsigned long long)r.max_ns,
 			       (unsigned long long)r.nmissed, (unsigned long long)r.filtered,
 			       r.flags & KML_PROBE_F_COUNT_ONLY ? "true" : "false",
-			       r.nargs, r.maxactive);
+			       r.nargs, r.maxactive,
+			       r.state & KML_PROBE_S_GONE ? "true" : "false");
 		else if (r.flags & KML_PROBE_F_COUNT_ONLY)
-			printf("%-32s %10llu %12s %12s %12s %8llu %8llu\n", r.func,
+			printf("%-32s %10llu %12s %12s %12s %8llu %8llu %s\n", r.func,
 			       (unsigned long long)r.count, "-", "-", "-",
 			       (unsigned long long)r.nmissed,
-			       (unsigned long long)r.filtered);
+			       (unsigned long long)r.filtered, state(&r));
 		else
-			printf("%-32s %10llu %12llu %12llu %12llu %8llu %8llu\n", r.func,
+			printf("%-32s %10llu %12llu %12llu %12llu %8llu %8llu %s\n", r.func,
 			       (unsigned long long)r.count,
 			       (unsigned long long)(r.count ? r.sum_ns / r.count : 0),
 			       (unsigned long long)r.min_ns, (unsigned long long)r.max_ns,
 			       (unsigned long long)r.nmissed,
-			       (unsigned long long)r.filtered);
+			       (unsigned long long)r.filtered, state(&r));
 	}
 	if (json)
 		printf("]\n");
@@ -241,8 +252,9 @@ static void draw(const struct kml_probe_result *r)
 		printf("]}\n");
 		return;
 	}
-	printf("Function = %s  (%llu calls, %llu missed)\n", r->func,
-	       (unsigned long long)r->count, (unsigned long long)r->nmissed);
+	printf("Function = %s  (%llu calls, %llu missed)%s\n", r->func,
+	       (unsigned long long)r->count, (unsigned long long)r->nmissed,
+	       r->state & KML_PROBE_S_GONE ? "  GONE: its module was unloaded" : "");
 	printf("%26s : %-10s %-40s\n", "nsecs", "count", "distribution");
 	for (k = first; first >= 0 && k <= last; k++) {
 		unsigned long long lo = k ? 1ULL << (k - 1) : 0;
@@ -259,6 +271,14 @@ static void draw(const struct kml_probe_result *r)
 		printf("avg = %llu nsecs, min = %llu, max = %llu\n",
 		       (unsigned long long)(r->sum_ns / r->count),
 		       (unsigned long long)r->min_ns, (unsigned long long)r->max_ns);
+	if (r->nargs && (r->state & KML_PROBE_S_REDACTED))
+		printf("last call: arguments hidden (needs CAP_SYS_ADMIN)\n");
+	else if (r->nargs) {
+		printf("last call: (");
+		for (uint32_t i = 0; i < r->nargs && i < KML_PROBE_MAX_ARGS; i++)
+			printf("%s%#llx", i ? ", " : "", (unsigned long long)r->last_args[i]);
+		printf(") = %#llx\n", (unsigned long long)r->last_ret);
+	}
 }
 
 static int cmd_hist(int fd, int argc, char **argv)

@@ -66,6 +66,8 @@ void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta);
 void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val);
 u64 kml_stats_read(struct kml_stats_set *set, unsigned int id);
 void kml_stats_reset(struct kml_stats_set *set);
+void kml_stats_on_reset(struct kml_stats_set *set, void (*fn)(void *data),
+			void *data);
 int kml_stats_hist_read(struct kml_stats_set *set, unsigned int id,
 			struct kml_stats_hist *out);
 

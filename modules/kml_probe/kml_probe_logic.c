@@ -42,16 +42,44 @@ int kml_probe_check_name(const char *func, size_t len)
 }
 
 /**
+ * kml_probe_is_part() - is this a compiler-split part of a function?
+ * @func: the name, NUL-terminated
+ *
+ * GCC moves a function's unlikely paths to "foo.cold" (or
+ * "foo.isra.0.cold"), reached by a jump, never by a call: its first byte
+ * is a symbol start to kallsyms, so kprobes takes it as a function entry,
+ * but a kretprobe there would take whatever is on the stack for a return
+ * address. Clones such as "foo.isra.0", "foo.constprop.0" and "foo.part.0"
+ * are called like any function and stay allowed.
+ *
+ * Return: true if a '.'-separated part of @func after the first is "cold".
+ */
+bool kml_probe_is_part(const char *func)
+{
+	const char *p = func;
+
+	while ((p = strchr(p, '.'))) {
+		p++;
+		if (!strncmp(p, "cold", 4) && (p[4] == '\0' || p[4] == '.'))
+			return true;
+	}
+	return false;
+}
+
+/**
  * kml_probe_check_attach() - validate an ATTACH argument
  * @a: the argument
  *
  * Return: 0, or -EINVAL for a bad name, unknown or conflicting flags,
  * too many arguments, a filter on an argument that does not exist, too
- * large a maxactive or a non-zero reserved field.
+ * large a maxactive, a non-zero reserved field, or a timing probe on a
+ * part of a function that is not its entry.
  */
 int kml_probe_check_attach(const struct kml_probe_attach *a)
 {
 	if (kml_probe_check_name(a->func, sizeof(a->func)))
+		return -EINVAL;
+	if (!(a->flags & KML_PROBE_F_COUNT_ONLY) && kml_probe_is_part(a->func))
 		return -EINVAL;
 	if (a->flags & ~KML_PROBE_FLAGS || a->reserved)
 		return -EINVAL;
@@ -87,18 +115,16 @@ int kml_probe_check_call(const struct kml_probe_call *c)
 /**
  * kml_probe_pass() - does a call pass the probe's filters?
  * @a: the probe's settings
- * @pid: the calling thread's id
- * @tgid: the calling process's id
+ * @task: is the caller the thread (%KML_PROBE_F_PID) or in the process
+ *	(%KML_PROBE_F_TGID) the filter names? The caller compares struct pid
+ *	pointers, which mean the same in every PID namespace.
  * @arg: the value of argument @a->arg_index (ignored without the filter)
  *
  * Return: true if the call is to be measured.
  */
-bool kml_probe_pass(const struct kml_probe_attach *a, int pid, int tgid,
-		    __u64 arg)
+bool kml_probe_pass(const struct kml_probe_attach *a, bool task, __u64 arg)
 {
-	if ((a->flags & KML_PROBE_F_PID) && pid != a->pid)
-		return false;
-	if ((a->flags & KML_PROBE_F_TGID) && tgid != a->pid)
+	if ((a->flags & (KML_PROBE_F_PID | KML_PROBE_F_TGID)) && !task)
 		return false;
 	if ((a->flags & KML_PROBE_F_ARG) && arg != a->arg_value)
 		return false;

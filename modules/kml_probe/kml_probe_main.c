@@ -9,12 +9,21 @@
  * data[], one per in-flight call), never in a per-task or per-CPU slot,
  * so nested and recursive calls each get their own start time. When every
  * instance (maxactive) is busy, the kernel counts the call in nmissed
- * rather than measure it wrongly; we report that number, never hide it.
+ * rather than measure it wrongly; so it does for a call that arrives while
+ * another probe's handler runs on that CPU (kp.nmissed: a handler calling
+ * a probed function). We report both, never hide them.
  *
  * jprobes, which handed a handler the probed function's arguments, were
  * removed in 4.15. The entry handler does the same here with
  * regs_get_kernel_argument(), and filters calls by thread, process or
  * argument value before any instance is spent on them.
+ *
+ * Handlers run wherever the probed function runs: in IRQs, in NMIs, with
+ * locks held, and inside this module's own ioctls if someone probes a
+ * function those call. So a handler never waits: counters are per-CPU,
+ * and the one shared record (the last call's arguments) is written under
+ * a trylock (a busy lock means "skip it and count it") and read by a
+ * seqcount reader who retries instead of locking out the writers.
  *
  * Functions are attached by name at run time through ioctls on
  * /dev/kml_probe; latencies go to per-CPU log2 histograms published
@@ -26,36 +35,48 @@
 
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/kallsyms.h>
 #include <linux/kprobes.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/pid.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/seqlock.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
+#include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
 #include "../kml_stats/kml_stats_logic.h"
 #include "kml_probe_logic.h"
-/* In kml_probe_target.ko, a module that is not reloaded (see there). */
+/* Only for symbol_get(): kml_probe_target.ko may come and go. */
 #include "kml_probe_target.h"
 
-enum { ST_LATENCY, ST_CALLS, ST_FILTERED };
+enum { ST_LATENCY, ST_CALLS, ST_FILTERED, ST_LAST_LOST };
 
 static const struct kml_stats_desc kml_fn_stats[] = {
 	[ST_LATENCY]	= { "latency_ns", KML_STAT_HIST },
 	[ST_CALLS]	= { "calls", KML_STAT_COUNTER },
 	[ST_FILTERED]	= { "filtered", KML_STAT_COUNTER },
+	[ST_LAST_LOST]	= { "last_lost", KML_STAT_COUNTER },
 };
 
+/* Per CPU; written by this CPU's handlers, reset from anywhere. */
 struct kml_minmax {
 	u64 min;
 	u64 max;
+};
+
+/* The most recent measured call: the only state handlers share. */
+struct kml_last {
+	u64 args[KML_PROBE_MAX_ARGS];
+	u64 ret;
 };
 
 /* One probed function. */
@@ -65,11 +86,26 @@ struct kml_fn {
 		struct kretprobe krp;
 		struct kprobe kp;		/* KML_PROBE_F_COUNT_ONLY */
 	};
-	struct kml_stats_set *stats;		/* counts, sum, histogram */
+	/*
+	 * For a function in a module: a second kprobe at the same address
+	 * whose post_handler keeps kprobes from jump-optimizing the probe.
+	 * An optimized probe is retired lazily by a worker after unregister;
+	 * if its module goes away first, the stale probe stays behind and
+	 * the next probe at that address (the module loaded again) trips a
+	 * WARN in kprobes' reuse_unused_kprobe() (6.12). Breakpoint probes
+	 * are removed at once.
+	 */
+	struct kprobe guard;
+	bool guarded;
+	bool gone;			/* its module was unloaded; kml_probe_lock */
+	struct pid *task;		/* F_PID/F_TGID filter, pinned */
+	struct kml_stats_set *stats;	/* counts, sum, histogram */
 	struct kml_minmax __percpu *minmax;
-	raw_spinlock_t last_lock;		/* the most recent call's values */
-	u64 last_args[KML_PROBE_MAX_ARGS];
-	u64 last_ret;
+	u64 nmissed_base;		/* kprobes' nmissed at the last reset */
+	/* last: written under last_lock (trylock only), read under last_seq */
+	raw_spinlock_t last_lock;
+	seqcount_t last_seq;
+	struct kml_last last;
 };
 
 /* What the entry handler leaves for the return handler, per call. */
@@ -78,16 +114,23 @@ struct kml_inst {
 	u64 args[KML_PROBE_MAX_ARGS];
 };
 
-static DEFINE_MUTEX(kml_probe_lock);		/* guards kml_fns[] */
+/* Guards kml_fns[] and the probes' lifetimes; never taken by handlers. */
+static DEFINE_MUTEX(kml_probe_lock);
 static struct kml_fn *kml_fns[KML_PROBE_MAX_FUNCS];
 
 static bool kml_fn_pass(struct kml_fn *fn, struct pt_regs *regs)
 {
+	bool task = true;
 	u64 arg = 0;
 
+	/* struct pid, not a number: the filter's PID namespace is moot. */
+	if (fn->cfg.flags & KML_PROBE_F_PID)
+		task = task_pid(current) == fn->task;
+	else if (fn->cfg.flags & KML_PROBE_F_TGID)
+		task = task_tgid(current) == fn->task;
 	if (fn->cfg.flags & KML_PROBE_F_ARG)
 		arg = regs_get_kernel_argument(regs, fn->cfg.arg_index);
-	if (kml_probe_pass(&fn->cfg, current->pid, current->tgid, arg))
+	if (kml_probe_pass(&fn->cfg, task, arg))
 		return true;
 	kml_stats_inc(fn->stats, ST_FILTERED);
 	return false;
@@ -117,28 +160,51 @@ static int kml_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* A probe on its own handler would recurse: keep kprobes off it. */
 NOKPROBE_SYMBOL(kml_entry);
 
+/*
+ * Publish the call's arguments as the last ones. The lock only keeps two
+ * writers apart; a handler that finds it taken (another CPU publishing,
+ * a reset, or this very CPU interrupted by an NMI mid-update) drops its
+ * record and counts it rather than spin: whoever holds the lock may be
+ * the code this handler interrupted.
+ */
+static void kml_publish_last(struct kml_fn *fn, const struct kml_inst *in,
+			     u64 ret)
+{
+	unsigned long flags;
+
+	if (!raw_spin_trylock_irqsave(&fn->last_lock, flags)) {
+		kml_stats_inc(fn->stats, ST_LAST_LOST);
+		return;
+	}
+	raw_write_seqcount_begin(&fn->last_seq);
+	memcpy(fn->last.args, in->args, sizeof(fn->last.args));
+	fn->last.ret = ret;
+	raw_write_seqcount_end(&fn->last_seq);
+	raw_spin_unlock_irqrestore(&fn->last_lock, flags);
+}
+
+NOKPROBE_SYMBOL(kml_publish_last);
+
 static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kml_fn *fn = container_of(get_kretprobe(ri), struct kml_fn, krp);
 	struct kml_inst *in = (struct kml_inst *)ri->data;
 	u64 ns = ktime_get_mono_fast_ns() - in->t0;
 	struct kml_minmax *mm;
-	unsigned long flags;
 
 	kml_stats_hist_add(fn->stats, ST_LATENCY, ns);
 	kml_stats_inc(fn->stats, ST_CALLS);
-	/* Handlers run with preemption off: this CPU's slot is ours. */
+	/*
+	 * Handlers run with preemption off: this CPU's slot is ours, but a
+	 * reset may write it from another CPU, and GET reads it unlocked.
+	 */
 	mm = this_cpu_ptr(fn->minmax);
-	if (ns < mm->min)
-		mm->min = ns;
-	if (ns > mm->max)
-		mm->max = ns;
-	if (fn->cfg.nargs) {
-		raw_spin_lock_irqsave(&fn->last_lock, flags);
-		memcpy(fn->last_args, in->args, sizeof(in->args));
-		fn->last_ret = regs_return_value(regs);
-		raw_spin_unlock_irqrestore(&fn->last_lock, flags);
-	}
+	if (ns < READ_ONCE(mm->min))
+		WRITE_ONCE(mm->min, ns);
+	if (ns > READ_ONCE(mm->max))
+		WRITE_ONCE(mm->max, ns);
+	if (fn->cfg.nargs)
+		kml_publish_last(fn, in, regs_return_value(regs));
 	return 0;
 }
 
@@ -155,33 +221,74 @@ static int kml_pre(struct kprobe *kp, struct pt_regs *regs)
 
 NOKPROBE_SYMBOL(kml_pre);
 
-static void kml_fn_reset(struct kml_fn *fn)
+/* The guard's only job is to exist (see struct kml_fn). */
+static void kml_guard_post(struct kprobe *p, struct pt_regs *regs,
+			   unsigned long flags)
 {
+}
+
+NOKPROBE_SYMBOL(kml_guard_post);
+
+static struct kprobe *kml_fn_kprobe(struct kml_fn *fn)
+{
+	return fn->cfg.flags & KML_PROBE_F_COUNT_ONLY ? &fn->kp : &fn->krp.kp;
+}
+
+/* Calls kprobes dropped: recursion (kp.nmissed) and no free instance. */
+static u64 kml_fn_nmissed(struct kml_fn *fn)
+{
+	u64 n = READ_ONCE(kml_fn_kprobe(fn)->nmissed);
+
+	if (!(fn->cfg.flags & KML_PROBE_F_COUNT_ONLY))
+		n += READ_ONCE(fn->krp.nmissed);
+	return n;
+}
+
+/*
+ * The probe's own part of a reset. kml_stats calls it with its lock held,
+ * right after zeroing the set, for "reset kp.<func>" on the control file
+ * as for our RESET ioctl (which goes through kml_stats_reset()): one
+ * operation, one lock, whoever asks. It takes only the handlers' lock.
+ */
+static void kml_fn_reset_hook(void *data)
+{
+	struct kml_fn *fn = data;
+	unsigned long flags;
 	int cpu;
 
-	kml_stats_reset(fn->stats);
 	for_each_possible_cpu(cpu) {
 		struct kml_minmax *mm = per_cpu_ptr(fn->minmax, cpu);
 
-		mm->min = U64_MAX;
-		mm->max = 0;
+		WRITE_ONCE(mm->min, U64_MAX);
+		WRITE_ONCE(mm->max, 0);
 	}
+	WRITE_ONCE(fn->nmissed_base, kml_fn_nmissed(fn));
+	/* May spin, briefly: holders are handlers, which never wait. */
+	raw_spin_lock_irqsave(&fn->last_lock, flags);
+	raw_write_seqcount_begin(&fn->last_seq);
+	memset(&fn->last, 0, sizeof(fn->last));
+	raw_write_seqcount_end(&fn->last_seq);
+	raw_spin_unlock_irqrestore(&fn->last_lock, flags);
 }
 
-static struct kml_fn *kml_find_locked(const char *func)
+static struct kml_fn *kml_find_locked(const char *func, unsigned int *slot)
 {
 	unsigned int i;
 
 	lockdep_assert_held(&kml_probe_lock);
 	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
-		if (kml_fns[i] && !strcmp(kml_fns[i]->cfg.func, func))
+		if (kml_fns[i] && !strcmp(kml_fns[i]->cfg.func, func)) {
+			if (slot)
+				*slot = i;
 			return kml_fns[i];
+		}
 	return NULL;
 }
 
 static void kml_fn_free(struct kml_fn *fn)
 {
 	kml_stats_unregister(fn->stats);
+	put_pid(fn->task);
 	free_percpu(fn->minmax);
 	kfree(fn);
 }
@@ -193,7 +300,86 @@ static void kml_fn_detach(struct kml_fn *fn)
 		unregister_kprobe(&fn->kp);
 	else
 		unregister_kretprobe(&fn->krp);
+	/* Last, so the probe was never optimized, down to its removal. */
+	if (fn->guarded)
+		unregister_kprobe(&fn->guard);
 	kml_fn_free(fn);
+}
+
+/* Is @addr in a module? "func+0x0/0x40 [mod]" says so. */
+static int kml_in_module(void *addr)
+{
+	char *sym = kmalloc(KSYM_SYMBOL_LEN, GFP_KERNEL);
+	int ret;
+
+	if (!sym)
+		return -ENOMEM;
+	sprint_symbol(sym, (unsigned long)addr);
+	ret = !!strchr(sym, '[');
+	kfree(sym);
+	return ret;
+}
+
+static int kml_fn_register(struct kml_fn *fn)
+{
+	struct kprobe *kp = kml_fn_kprobe(fn);
+	int ret;
+
+	if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY) {
+		fn->kp.symbol_name = fn->cfg.func;
+		fn->kp.pre_handler = kml_pre;
+		ret = register_kprobe(&fn->kp);
+	} else {
+		fn->krp.kp.symbol_name = fn->cfg.func;
+		fn->krp.entry_handler = kml_entry;
+		fn->krp.handler = kml_return;
+		fn->krp.data_size = sizeof(struct kml_inst);
+		fn->krp.maxactive = fn->cfg.maxactive;
+		ret = register_kretprobe(&fn->krp);
+		/* The kernel picks a default for 0; report what it chose. */
+		fn->cfg.maxactive = fn->krp.maxactive;
+	}
+	if (ret)
+		return ret;	/* -ENOENT: no such symbol; -EINVAL: refused */
+
+	/*
+	 * Optimization is queued for later (a delayed worker), and adding
+	 * a probe with a post_handler undoes it synchronously if it already
+	 * happened: either way it is a breakpoint probe from here on. A
+	 * probe on an ftrace call site is never optimized, and kprobes
+	 * cannot add a post_handler to one already armed: no guard there.
+	 */
+	ret = 0;
+	if (IS_ENABLED(CONFIG_OPTPROBES) && !(kp->flags & KPROBE_FLAG_FTRACE))
+		ret = kml_in_module(kp->addr);
+	if (ret > 0) {
+		fn->guard.addr = kp->addr;
+		fn->guard.post_handler = kml_guard_post;
+		ret = register_kprobe(&fn->guard);
+		fn->guarded = !ret;
+	}
+	if (ret) {
+		if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY)
+			unregister_kprobe(&fn->kp);
+		else
+			unregister_kretprobe(&fn->krp);
+	}
+	return ret;
+}
+
+static int kml_fn_set_task(struct kml_fn *fn)
+{
+	struct task_struct *t;
+
+	if (!(fn->cfg.flags & (KML_PROBE_F_PID | KML_PROBE_F_TGID)))
+		return 0;
+	/* The number is the caller's view, in the caller's PID namespace. */
+	fn->task = find_get_pid(fn->cfg.pid);
+	rcu_read_lock();
+	t = fn->task ? pid_task(fn->task, fn->cfg.flags & KML_PROBE_F_PID ?
+				PIDTYPE_PID : PIDTYPE_TGID) : NULL;
+	rcu_read_unlock();
+	return t ? 0 : -ESRCH;
 }
 
 static int kml_attach(const struct kml_probe_attach *cfg)
@@ -205,7 +391,7 @@ static int kml_attach(const struct kml_probe_attach *cfg)
 
 	mutex_lock(&kml_probe_lock);
 	ret = -EEXIST;
-	if (kml_find_locked(cfg->func))
+	if (kml_find_locked(cfg->func, NULL))
 		goto unlock;
 	ret = -ENOSPC;
 	for (slot = 0; slot < KML_PROBE_MAX_FUNCS; slot++)
@@ -215,16 +401,18 @@ static int kml_attach(const struct kml_probe_attach *cfg)
 		goto unlock;
 
 	ret = -ENOMEM;
-	fn = kzalloc(sizeof(*fn), GFP_KERNEL);
+	fn = kzalloc(sizeof(*fn), GFP_KERNEL_ACCOUNT);
 	if (!fn)
 		goto unlock;
 	fn->cfg = *cfg;
 	raw_spin_lock_init(&fn->last_lock);
-	fn->minmax = alloc_percpu(struct kml_minmax);
-	if (!fn->minmax) {
-		kfree(fn);
-		goto unlock;
-	}
+	seqcount_init(&fn->last_seq);
+	fn->minmax = alloc_percpu_gfp(struct kml_minmax, GFP_KERNEL_ACCOUNT);
+	if (!fn->minmax)
+		goto free;
+	ret = kml_fn_set_task(fn);
+	if (ret)
+		goto free;
 	/* The handlers publish here: it must exist before they can run. */
 	kml_probe_set_name(cfg->func, slot, set_name, sizeof(set_name));
 	fn->stats = kml_stats_register(set_name, kml_fn_stats,
@@ -232,115 +420,135 @@ static int kml_attach(const struct kml_probe_attach *cfg)
 	if (IS_ERR(fn->stats)) {
 		ret = PTR_ERR(fn->stats);
 		fn->stats = NULL;
-		kml_fn_free(fn);
-		goto unlock;
+		goto free;
 	}
-	kml_fn_reset(fn);
+	kml_stats_on_reset(fn->stats, kml_fn_reset_hook, fn);
+	kml_stats_reset(fn->stats);
 
-	if (cfg->flags & KML_PROBE_F_COUNT_ONLY) {
-		fn->kp.symbol_name = fn->cfg.func;
-		fn->kp.pre_handler = kml_pre;
-		ret = register_kprobe(&fn->kp);
-	} else {
-		fn->krp.kp.symbol_name = fn->cfg.func;
-		fn->krp.entry_handler = kml_entry;
-		fn->krp.handler = kml_return;
-		fn->krp.data_size = sizeof(struct kml_inst);
-		fn->krp.maxactive = cfg->maxactive;
-		ret = register_kretprobe(&fn->krp);
-		/* The kernel picks a default for 0; report what it chose. */
-		fn->cfg.maxactive = fn->krp.maxactive;
-	}
-	if (ret) {
-		/* -ENOENT: no such symbol; -EINVAL: kprobes refuse it. */
-		kml_fn_free(fn);
-		goto unlock;
-	}
+	ret = kml_fn_register(fn);
+	if (ret)
+		goto free;
 	kml_fns[slot] = fn;
+	mutex_unlock(&kml_probe_lock);
+	return 0;
+free:
+	kml_fn_free(fn);
 unlock:
 	mutex_unlock(&kml_probe_lock);
 	return ret;
 }
 
-static int kml_ioc_attach(struct kml_probe_attach __user *ua)
+static int kml_ioc_attach(void __user *ua, unsigned int usize)
 {
 	struct kml_probe_attach cfg;
+	int ret;
 
-	if (copy_from_user(&cfg, ua, sizeof(cfg)))
-		return -EFAULT;
+	ret = kml_copy_struct_in(&cfg, sizeof(cfg), ua, usize, sizeof(cfg));
+	if (ret)
+		return ret;
 	if (kml_probe_check_attach(&cfg))
 		return -EINVAL;
 	return kml_attach(&cfg);
 }
 
-static int kml_ioc_detach(struct kml_probe_func __user *uf)
+static int kml_ioc_detach(void __user *uf, unsigned int usize)
 {
 	struct kml_probe_func f;
+	unsigned int slot;
 	struct kml_fn *fn;
-	unsigned int i;
+	int ret;
 
-	if (copy_from_user(&f, uf, sizeof(f)))
-		return -EFAULT;
+	ret = kml_copy_struct_in(&f, sizeof(f), uf, usize, sizeof(f));
+	if (ret)
+		return ret;
 	if (kml_probe_check_name(f.func, sizeof(f.func)))
 		return -EINVAL;
+	/*
+	 * The slot and the stats set's name are given back together, at
+	 * the end: an ATTACH of the same function waits for the lock and
+	 * then succeeds, instead of finding the name still taken.
+	 */
 	mutex_lock(&kml_probe_lock);
-	fn = kml_find_locked(f.func);
-	for (i = 0; fn && i < KML_PROBE_MAX_FUNCS; i++)
-		if (kml_fns[i] == fn)
-			kml_fns[i] = NULL;
+	fn = kml_find_locked(f.func, &slot);
+	if (fn) {
+		kml_fn_detach(fn);
+		kml_fns[slot] = NULL;
+	}
 	mutex_unlock(&kml_probe_lock);
-	if (!fn)
-		return -ENOENT;
-	kml_fn_detach(fn);
-	return 0;
+	return fn ? 0 : -ENOENT;
 }
 
-static int kml_ioc_list(struct kml_probe_list __user *ul)
+static u32 kml_fn_state(struct kml_fn *fn)
+{
+	return fn->gone ? KML_PROBE_S_GONE : 0;
+}
+
+static int kml_ioc_list(void __user *ul, unsigned int usize)
 {
 	struct kml_probe_list *l;
 	unsigned int i;
-	u32 size;
 	int ret;
 
-	if (get_user(size, &ul->size))
-		return -EFAULT;
-	if (size != sizeof(*l))
-		return -EINVAL;
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
 	if (!l)
 		return -ENOMEM;
-	l->size = sizeof(*l);
+	ret = kml_copy_struct_in(l, sizeof(*l), ul, usize, sizeof(*l));
+	if (ret)
+		goto out;
+	ret = -EINVAL;
+	if (l->flags)
+		goto out;
+	memset(l, 0, sizeof(*l));
 	mutex_lock(&kml_probe_lock);
-	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
-		if (kml_fns[i])
-			strscpy(l->funcs[l->count++].func, kml_fns[i]->cfg.func,
-				KML_PROBE_FUNC_LEN);
+	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++) {
+		struct kml_probe_list_entry *e = &l->funcs[l->count];
+
+		if (!kml_fns[i])
+			continue;
+		strscpy(e->func, kml_fns[i]->cfg.func, sizeof(e->func));
+		e->flags = kml_fns[i]->cfg.flags;
+		e->state = kml_fn_state(kml_fns[i]);
+		l->count++;
+	}
 	mutex_unlock(&kml_probe_lock);
-	ret = copy_to_user(ul, l, sizeof(*l)) ? -EFAULT : 0;
+	ret = kml_copy_struct_out(ul, usize, l, sizeof(*l));
+out:
 	kfree(l);
 	return ret;
+}
+
+static void kml_read_last(struct kml_fn *fn, struct kml_probe_result *r)
+{
+	unsigned int seq;
+
+	/* Lockless: a writer that lands meanwhile makes us read again. */
+	do {
+		seq = read_seqcount_begin(&fn->last_seq);
+		memcpy(r->last_args, fn->last.args, sizeof(r->last_args));
+		r->last_ret = fn->last.ret;
+	} while (read_seqcount_retry(&fn->last_seq, seq));
 }
 
 static void kml_fill_result(struct kml_fn *fn, struct kml_probe_result *r,
 			    struct kml_stats_hist *h)
 {
-	unsigned long flags;
 	int cpu;
 
 	r->flags = fn->cfg.flags;
+	r->state = kml_fn_state(fn);
 	r->nargs = fn->cfg.nargs;
 	r->maxactive = fn->cfg.maxactive;
 	kml_stats_hist_read(fn->stats, ST_LATENCY, h);
 	if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY) {
 		r->count = kml_stats_read(fn->stats, ST_CALLS);
-		r->nmissed = fn->kp.nmissed;
 	} else {
 		r->count = h->count;
 		r->sum_ns = h->sum;
 		memcpy(r->hist, h->buckets, sizeof(r->hist));
-		r->nmissed = fn->krp.nmissed;
 	}
+	r->nmissed = kml_fn_nmissed(fn) - READ_ONCE(fn->nmissed_base);
 	r->filtered = kml_stats_read(fn->stats, ST_FILTERED);
+	r->last_lost = kml_stats_read(fn->stats, ST_LAST_LOST);
 	r->min_ns = U64_MAX;
 	for_each_possible_cpu(cpu) {
 		struct kml_minmax *mm = per_cpu_ptr(fn->minmax, cpu);
@@ -348,15 +556,23 @@ static void kml_fill_result(struct kml_fn *fn, struct kml_probe_result *r,
 		r->min_ns = min(r->min_ns, READ_ONCE(mm->min));
 		r->max_ns = max(r->max_ns, READ_ONCE(mm->max));
 	}
-	if (r->min_ns == U64_MAX)
+	/* A reset racing a handler must not leave a minimum without calls. */
+	if (r->min_ns == U64_MAX || !r->count) {
 		r->min_ns = 0;
-	raw_spin_lock_irqsave(&fn->last_lock, flags);
-	memcpy(r->last_args, fn->last_args, sizeof(r->last_args));
-	r->last_ret = fn->last_ret;
-	raw_spin_unlock_irqrestore(&fn->last_lock, flags);
+		r->max_ns = 0;
+	}
+	/*
+	 * Arguments and return values are kernel pointers as often as not:
+	 * shown to the administrator only, like %p's hashing and
+	 * kptr_restrict do for the rest of the kernel.
+	 */
+	if (capable(CAP_SYS_ADMIN))
+		kml_read_last(fn, r);
+	else
+		r->state |= KML_PROBE_S_REDACTED;
 }
 
-static int kml_ioc_get(struct kml_probe_result __user *ur)
+static int kml_ioc_get(void __user *ur, unsigned int usize)
 {
 	struct kml_probe_result *r;
 	struct kml_stats_hist *h;
@@ -368,85 +584,134 @@ static int kml_ioc_get(struct kml_probe_result __user *ur)
 	ret = -ENOMEM;
 	if (!r || !h)
 		goto out;
-	ret = -EFAULT;
-	if (copy_from_user(r->func, ur->func, sizeof(r->func)))
+	/* Everything past func is output, whatever the caller left there. */
+	ret = kml_copy_struct_in(r, sizeof(*r), ur, usize, sizeof(*r));
+	if (ret)
 		goto out;
 	ret = -EINVAL;
 	if (kml_probe_check_name(r->func, sizeof(r->func)))
 		goto out;
+	memset((char *)r + sizeof(r->func), 0, sizeof(*r) - sizeof(r->func));
 	mutex_lock(&kml_probe_lock);
-	fn = kml_find_locked(r->func);
+	fn = kml_find_locked(r->func, NULL);
 	if (fn)
 		kml_fill_result(fn, r, h);
 	mutex_unlock(&kml_probe_lock);
 	ret = -ENOENT;
 	if (!fn)
 		goto out;
-	ret = copy_to_user(ur, r, sizeof(*r)) ? -EFAULT : 0;
+	ret = kml_copy_struct_out(ur, usize, r, sizeof(*r));
 out:
 	kfree(h);
 	kfree(r);
 	return ret;
 }
 
-static int kml_ioc_call(struct kml_probe_call __user *uc)
+static int kml_ioc_call(void __user *uc, unsigned int usize)
 {
+	u64 (*target)(u64 arg, u32 depth, u64 delay_ns);
 	struct kml_probe_call c;
+	int ret;
 	u32 i;
 
-	if (copy_from_user(&c, uc, sizeof(c)))
-		return -EFAULT;
+	ret = kml_copy_struct_in(&c, sizeof(c), uc, usize, sizeof(c));
+	if (ret)
+		return ret;
 	if (kml_probe_check_call(&c))
 		return -EINVAL;
+	/* A reference for the loop's length: the target may be unloaded. */
+	target = symbol_get(kml_probe_target);
+	if (!target)
+		return -ENODEV;
 	for (i = 0; i < c.count; i++) {
-		kml_probe_target(c.arg, c.depth, c.delay_ns);
-		if (fatal_signal_pending(current))
-			return -EINTR;
+		target(c.arg, c.depth, c.delay_ns);
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
 		cond_resched();
 	}
+	symbol_put(kml_probe_target);
+	return ret;
+}
+
+static int kml_ioc_reset(void)
+{
+	unsigned int i;
+
+	mutex_lock(&kml_probe_lock);
+	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
+		if (kml_fns[i])
+			kml_stats_reset(kml_fns[i]->stats);	/* + the hook */
+	mutex_unlock(&kml_probe_lock);
 	return 0;
 }
 
 static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
 {
+	unsigned int usize = _IOC_SIZE(cmd);
 	void __user *up = (void __user *)arg;
-	unsigned int i;
 
-	switch (cmd) {
-	case KML_PROBE_IOC_GET_VERSION:
+	/* Fixed-size commands: the whole number must match. */
+	if (cmd == KML_PROBE_IOC_GET_VERSION)
 		return put_user(KML_PROBE_ABI_VERSION, (u32 __user *)up);
-	case KML_PROBE_IOC_LIST:
-		return kml_ioc_list(up);
-	case KML_PROBE_IOC_GET:
-		return kml_ioc_get(up);
-	case KML_PROBE_IOC_ATTACH:
-	case KML_PROBE_IOC_DETACH:
-	case KML_PROBE_IOC_RESET:
-	case KML_PROBE_IOC_CALL:
+	/* Everyone may read results, with captured values withheld. */
+	switch (KML_IOC_NOSIZE(cmd)) {
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_LIST):
+		return kml_ioc_list(up, usize);
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_GET):
+		return kml_ioc_get(up, usize);
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_ATTACH):
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_DETACH):
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_CALL):
 		break;
 	default:
-		return -ENOTTY;
+		if (cmd != KML_PROBE_IOC_RESET)
+			return -ENOTTY;
 	}
 	/* Planting probes in the kernel is for the administrator only. */
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	switch (cmd) {
-	case KML_PROBE_IOC_ATTACH:
-		return kml_ioc_attach(up);
-	case KML_PROBE_IOC_DETACH:
-		return kml_ioc_detach(up);
-	case KML_PROBE_IOC_CALL:
-		return kml_ioc_call(up);
-	default: /* KML_PROBE_IOC_RESET */
-		mutex_lock(&kml_probe_lock);
-		for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
-			if (kml_fns[i])
-				kml_fn_reset(kml_fns[i]);
-		mutex_unlock(&kml_probe_lock);
-		return 0;
+	switch (KML_IOC_NOSIZE(cmd)) {
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_ATTACH):
+		return kml_ioc_attach(up, usize);
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_DETACH):
+		return kml_ioc_detach(up, usize);
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_CALL):
+		return kml_ioc_call(up, usize);
+	default:
+		return kml_ioc_reset();
 	}
 }
+
+/*
+ * A probed module going away takes its probes' breakpoints with it
+ * (kprobes marks them gone in its own notifier, which runs before ours);
+ * ours stay listed, flagged gone, counting nothing, until detached. A
+ * detach then unregisters a gone probe, which kprobes handles cleanly.
+ */
+static int kml_module_notify(struct notifier_block *nb, unsigned long action,
+			     void *data)
+{
+	struct module *mod = data;
+	unsigned int i;
+
+	if (action != MODULE_STATE_GOING)
+		return NOTIFY_DONE;
+	mutex_lock(&kml_probe_lock);
+	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
+		if (kml_fns[i] &&
+		    within_module((unsigned long)kml_fn_kprobe(kml_fns[i])->addr, mod))
+			kml_fns[i]->gone = true;
+	mutex_unlock(&kml_probe_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block kml_module_nb = {
+	.notifier_call	= kml_module_notify,
+	.priority	= -1,	/* after kprobes' own (0) */
+};
 
 static const struct file_operations kml_probe_fops = {
 	.owner		= THIS_MODULE,
@@ -465,7 +730,14 @@ static struct miscdevice kml_probe_misc = {
 
 static int __init kml_probe_init(void)
 {
-	return misc_register(&kml_probe_misc);
+	int ret = register_module_notifier(&kml_module_nb);
+
+	if (ret)
+		return ret;
+	ret = misc_register(&kml_probe_misc);
+	if (ret)
+		unregister_module_notifier(&kml_module_nb);
+	return ret;
 }
 
 static void __exit kml_probe_exit(void)
@@ -474,6 +746,7 @@ static void __exit kml_probe_exit(void)
 
 	/* No file is open (fops.owner), but probes outlive their files. */
 	misc_deregister(&kml_probe_misc);
+	unregister_module_notifier(&kml_module_nb);
 	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
 		if (kml_fns[i])
 			kml_fn_detach(kml_fns[i]);

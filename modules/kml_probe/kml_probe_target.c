@@ -2,13 +2,10 @@
 /*
  * kml_probe_target - a function of known duration for kml_probe to time.
  *
- * It lives in a module of its own, loaded once, because of how the kernel
- * retires optimized kprobes: after a probe is removed, its jump is taken
- * out lazily by a worker. If the module holding the probed code were
- * unloaded and loaded again at the same address before that worker ran, a
- * new probe there would meet the stale one (a WARN in
- * reuse_unused_kprobe() on 6.12). Tests reload kml_probe often; its
- * target's text never moves.
+ * It lives in a module of its own, apart from kml_probe, which reaches it
+ * with symbol_get() only while a CALL runs: so it can be unloaded and
+ * loaded again under a probe, the way any probed module can, and the
+ * tests check what kml_probe makes of that (the probe is reported gone).
  */
 #include <linux/export.h>
 #include <linux/ktime.h>

@@ -56,6 +56,8 @@ struct kml_stats_set {
 	unsigned int nslots;
 	u64 __percpu *slots;
 	u64 *base;			/* reset baseline, written under kml_lock */
+	void (*on_reset)(void *data);	/* under kml_lock */
+	void *on_reset_data;
 	unsigned int n;
 	struct kml_stats_item items[];
 };
@@ -333,6 +335,8 @@ static void kml_reset_locked(struct kml_stats_set *set)
 			sum += *per_cpu_ptr(&set->slots[slot], cpu);
 		WRITE_ONCE(set->base[slot], sum);
 	}
+	if (set->on_reset)
+		set->on_reset(set->on_reset_data);
 }
 
 /**
@@ -348,6 +352,30 @@ void kml_stats_reset(struct kml_stats_set *set)
 	mutex_unlock(&kml_lock);
 }
 EXPORT_SYMBOL_GPL(kml_stats_reset);
+
+/**
+ * kml_stats_on_reset() - have the owner reset its own state with the set
+ * @set: the set
+ * @fn: called after each reset of @set (control file or kml_stats_reset()),
+ *	with kml_stats' lock held: it must not sleep long, nor call back
+ *	into kml_stats, nor take a lock its owner holds around calls into
+ *	kml_stats
+ * @data: passed to @fn
+ *
+ * For owners that keep statistics beside the set (a minimum, a maximum)
+ * which a reset must clear in the same operation.
+ *
+ * Context: process context, may sleep.
+ */
+void kml_stats_on_reset(struct kml_stats_set *set, void (*fn)(void *data),
+			void *data)
+{
+	mutex_lock(&kml_lock);
+	set->on_reset = fn;
+	set->on_reset_data = data;
+	mutex_unlock(&kml_lock);
+}
+EXPORT_SYMBOL_GPL(kml_stats_on_reset);
 
 /* ---- /proc/kmodlab/stats: the seq_file iterator ---- */
 

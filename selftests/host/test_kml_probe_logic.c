@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Host unit tests for kml_probe's pure logic. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kselftest_harness.h"
@@ -76,18 +77,66 @@ TEST(filter)
 {
 	struct kml_probe_attach a = base();
 
-	ASSERT_TRUE(kml_probe_pass(&a, 1, 1, 0));
+	/* Without a PID/TGID filter, the task does not matter. */
+	ASSERT_TRUE(kml_probe_pass(&a, false, 0));
+	ASSERT_TRUE(kml_probe_pass(&a, true, 0));
 	a.flags = KML_PROBE_F_PID;
 	a.pid = 10;
-	ASSERT_TRUE(kml_probe_pass(&a, 10, 3, 0));
-	ASSERT_FALSE(kml_probe_pass(&a, 11, 10, 0));
+	ASSERT_TRUE(kml_probe_pass(&a, true, 0));
+	ASSERT_FALSE(kml_probe_pass(&a, false, 0));
 	a.flags = KML_PROBE_F_TGID;
-	ASSERT_TRUE(kml_probe_pass(&a, 11, 10, 0));
-	ASSERT_FALSE(kml_probe_pass(&a, 10, 11, 0));
+	ASSERT_TRUE(kml_probe_pass(&a, true, 0));
+	ASSERT_FALSE(kml_probe_pass(&a, false, 0));
 	a.flags |= KML_PROBE_F_ARG;
 	a.arg_value = 99;
-	ASSERT_TRUE(kml_probe_pass(&a, 11, 10, 99));
-	ASSERT_FALSE(kml_probe_pass(&a, 11, 10, 98));
+	ASSERT_TRUE(kml_probe_pass(&a, true, 99));
+	ASSERT_FALSE(kml_probe_pass(&a, true, 98));
+	ASSERT_FALSE(kml_probe_pass(&a, false, 99));
+	a.flags = KML_PROBE_F_ARG;
+	ASSERT_TRUE(kml_probe_pass(&a, false, 99));
+}
+
+/* A kretprobe needs a function entry: "foo.cold" is not one. */
+TEST(cold_parts_refused_for_timing)
+{
+	static const char *const parts[] = {
+		"foo.cold", "foo.isra.0.cold", "foo.part.0.cold", "mod:foo.cold",
+		"foo.cold.3",
+	};
+	static const char *const entries[] = {
+		"foo", "foo.isra.0", "foo.constprop.0", "foo.part.0", "foo.coldish",
+		"cold", "cold.isra.0", "foo_cold", "mod:foo",
+	};
+	struct kml_probe_attach a;
+
+	for (unsigned int i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		a = base();
+		strcpy(a.func, parts[i]);
+		EXPECT_TRUE(kml_probe_is_part(parts[i])) TH_LOG("%s", parts[i]);
+		EXPECT_EQ(-EINVAL, kml_probe_check_attach(&a)) TH_LOG("%s", parts[i]);
+		/* A plain kprobe there counts entries into that code: fine. */
+		a.flags = KML_PROBE_F_COUNT_ONLY;
+		EXPECT_EQ(0, kml_probe_check_attach(&a)) TH_LOG("%s", parts[i]);
+	}
+	for (unsigned int i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+		a = base();
+		strcpy(a.func, entries[i]);
+		EXPECT_FALSE(kml_probe_is_part(entries[i])) TH_LOG("%s", entries[i]);
+		EXPECT_EQ(0, kml_probe_check_attach(&a)) TH_LOG("%s", entries[i]);
+	}
+}
+
+/* The ABI is the same for 32- and 64-bit callers: no hidden padding. */
+TEST(uapi_layout)
+{
+	ASSERT_EQ(160, sizeof(struct kml_probe_attach));
+	ASSERT_EQ(128, sizeof(struct kml_probe_func));
+	ASSERT_EQ(776, sizeof(struct kml_probe_result));
+	ASSERT_EQ(136, sizeof(struct kml_probe_list_entry));
+	ASSERT_EQ(8 + 16 * 136, sizeof(struct kml_probe_list));
+	ASSERT_EQ(24, sizeof(struct kml_probe_call));
+	ASSERT_EQ(0, offsetof(struct kml_probe_result, count) % 8);
+	ASSERT_EQ(0, offsetof(struct kml_probe_attach, arg_value) % 8);
 }
 
 TEST(call_checks)

@@ -5,7 +5,22 @@
  *
  * Latencies are nanoseconds in log2 histograms: bucket 0 holds 0, bucket k
  * (1..64) holds 2^(k-1) <= ns < 2^k, as in kml_stats. Structs are
- * fixed-width with explicit padding; reserved fields must be zero on input.
+ * fixed-width with explicit padding, the same on 32- and 64-bit; reserved
+ * and flags fields must be zero on input.
+ *
+ * The structs are extensible (see modules/include/kml_ioctl.h): the size
+ * encoded in the ioctl number is the caller's size of the struct. A
+ * smaller size than the one published here is -EINVAL; a larger one works
+ * if the extra bytes are zero (-E2BIG otherwise), and output beyond the
+ * kernel's struct is zeroed.
+ *
+ * Who may do what: anyone who can open the device (mode 0666) may LIST
+ * and GET: function names, flags, call counts, latency histograms,
+ * min/max, missed and filtered counts. The captured arguments and return
+ * values (kernel pointers, often) are zeroed for callers without
+ * CAP_SYS_ADMIN, and %KML_PROBE_S_REDACTED says so; a filter's PID or
+ * argument value is never reported. ATTACH, DETACH, RESET and CALL need
+ * CAP_SYS_ADMIN (-EPERM).
  *
  * ioctl magic 0xBD, numbers 0x10-0x1F (0x00-0x0F are kml_sensor's).
  */
@@ -16,7 +31,7 @@
 #include <linux/types.h>
 
 #define KML_PROBE_DEVICE	"/dev/kml_probe"
-#define KML_PROBE_ABI_VERSION	1
+#define KML_PROBE_ABI_VERSION	2
 #define KML_PROBE_MAX_FUNCS	16
 #define KML_PROBE_FUNC_LEN	128	/* including the NUL */
 #define KML_PROBE_MAX_ARGS	6
@@ -29,14 +44,26 @@
 #define KML_PROBE_F_ARG		0x4U	/* only calls with arg @arg_index == @arg_value */
 #define KML_PROBE_F_COUNT_ONLY	0x8U	/* plain kprobe: count calls, no latency */
 
+/*
+ * struct kml_probe_result.state, struct kml_probe_list_entry.state:
+ * GONE: the function's module was unloaded; nothing is counted until a
+ * DETACH and a new ATTACH. REDACTED: captured values withheld (zeroed),
+ * the caller lacks CAP_SYS_ADMIN.
+ */
+#define KML_PROBE_S_GONE	0x1U
+#define KML_PROBE_S_REDACTED	0x2U
+
 /**
  * struct kml_probe_attach - what to probe and how (KML_PROBE_IOC_ATTACH)
- * @func: kernel function name, NUL-terminated ("mod:func" also works)
+ * @func: kernel function name, NUL-terminated ("mod:func" also works).
+ *	A timing probe needs a function entry: compiler-split parts such as
+ *	"foo.cold" are refused (-EINVAL); %KML_PROBE_F_COUNT_ONLY takes them
  * @flags: KML_PROBE_F_*
  * @nargs: capture the first @nargs arguments and the return value (0..6)
  * @maxactive: concurrent instances to track, 0 for the kernel's default;
  *	calls beyond it are counted in &kml_probe_result.nmissed
- * @pid: thread or process id for %KML_PROBE_F_PID / %KML_PROBE_F_TGID
+ * @pid: thread or process id for %KML_PROBE_F_PID / %KML_PROBE_F_TGID, as
+ *	the caller sees it (in its PID namespace); -ESRCH if there is none
  * @arg_index: argument (0-based) compared by %KML_PROBE_F_ARG
  * @reserved: zero
  * @arg_value: value the argument must have
@@ -62,28 +89,36 @@ struct kml_probe_func {
 
 /**
  * struct kml_probe_result - a probe's results (KML_PROBE_IOC_GET)
- * @func: in: the function
+ * @func: in: the function; everything else is output
  * @flags: the probe's KML_PROBE_F_* flags
+ * @state: KML_PROBE_S_* bits
  * @nargs: arguments captured
  * @maxactive: instances tracked
- * @reserved: zero
  * @count: calls measured (entered and returned, passing the filters)
  * @sum_ns: sum of their latencies
  * @min_ns: shortest latency (0 if @count is 0)
  * @max_ns: longest latency
- * @nmissed: calls not measured because all @maxactive instances were busy
- *	(or, for a plain kprobe, because another probe was running)
+ * @nmissed: calls not measured: all @maxactive instances were busy, or
+ *	the call came while another probe's handler ran on its CPU (a
+ *	handler calling the probed function, a probe hit in an NMI)
  * @filtered: calls skipped by the PID/TGID/argument filters
  * @hist: log2 histogram of latencies in ns
- * @last_args: arguments of the most recent measured call (@nargs of them)
- * @last_ret: its return value
+ * @last_args: arguments of the most recent measured call (@nargs of them);
+ *	zero without CAP_SYS_ADMIN
+ * @last_ret: its return value; zero without CAP_SYS_ADMIN
+ * @last_lost: measured calls whose arguments were not recorded as the
+ *	last ones because another CPU (or a reader) was recording at that
+ *	instant: handlers never wait
+ *
+ * Everything counts since ATTACH or the last reset (RESET, or "reset" /
+ * "reset kp.<func>" on /proc/kmodlab/control: one and the same).
  */
 struct kml_probe_result {
 	char func[KML_PROBE_FUNC_LEN];
 	__u32 flags;
+	__u32 state;
 	__u32 nargs;
 	__u32 maxactive;
-	__u32 reserved;
 	__u64 count;
 	__u64 sum_ns;
 	__u64 min_ns;
@@ -93,22 +128,36 @@ struct kml_probe_result {
 	__u64 hist[KML_PROBE_BUCKETS];
 	__u64 last_args[KML_PROBE_MAX_ARGS];
 	__u64 last_ret;
+	__u64 last_lost;
+};
+
+/**
+ * struct kml_probe_list_entry - one attached function
+ * @func: its name
+ * @flags: the probe's KML_PROBE_F_* flags
+ * @state: KML_PROBE_S_GONE if its module was unloaded
+ */
+struct kml_probe_list_entry {
+	char func[KML_PROBE_FUNC_LEN];
+	__u32 flags;
+	__u32 state;
 };
 
 /**
  * struct kml_probe_list - the attached functions (KML_PROBE_IOC_LIST)
- * @size: in: sizeof(struct kml_probe_list) as the caller knows it
+ * @flags: in: zero
  * @count: out: entries of @funcs filled in
- * @funcs: out: attached functions, in attach order
+ * @funcs: out: attached functions, in slot order
  */
 struct kml_probe_list {
-	__u32 size;
+	__u32 flags;
 	__u32 count;
-	struct kml_probe_func funcs[KML_PROBE_MAX_FUNCS];
+	struct kml_probe_list_entry funcs[KML_PROBE_MAX_FUNCS];
 };
 
 /**
- * struct kml_probe_call - run the built-in test target (needs CAP_SYS_ADMIN)
+ * struct kml_probe_call - run the test target (needs CAP_SYS_ADMIN;
+ *	-ENODEV if kml_probe_target.ko is not loaded)
  * @arg: first argument passed to kml_probe_target()
  * @delay_ns: each call busy-waits this long (at most 10 ms) at each level
  * @depth: the target calls itself @depth more times, nested (at most 8)
@@ -128,7 +177,7 @@ struct kml_probe_call {
 #define KML_PROBE_IOC_MAGIC	0xBD
 
 #define KML_PROBE_IOC_GET_VERSION _IOR(KML_PROBE_IOC_MAGIC, 0x10, __u32)
-/* CAP_SYS_ADMIN: */
+/* CAP_SYS_ADMIN (-ESRCH: no such PID for a filter): */
 #define KML_PROBE_IOC_ATTACH	_IOW(KML_PROBE_IOC_MAGIC, 0x11, struct kml_probe_attach)
 #define KML_PROBE_IOC_DETACH	_IOW(KML_PROBE_IOC_MAGIC, 0x12, struct kml_probe_func)
 #define KML_PROBE_IOC_LIST	_IOWR(KML_PROBE_IOC_MAGIC, 0x13, struct kml_probe_list)
