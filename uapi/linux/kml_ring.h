@@ -34,7 +34,8 @@
  * empty, whatever the watermark (-EAGAIN with O_NONBLOCK). A signal ends
  * the wait with -EINTR, or restarts the call under SA_RESTART; closing the
  * descriptor in another thread does not end it, and a restarted call then
- * fails with -EBADF (poll() reports POLLNVAL), as for any file.
+ * fails with -EBADF, as for any file (a poll() woken by the signal reports
+ * POLLNVAL for the closed descriptor, never POLLIN).
  * A file opened read-only may map both areas read-only.
  *
  * Limits, because any user may open the device: ring pages are charged
