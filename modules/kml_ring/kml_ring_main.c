@@ -240,6 +240,7 @@ static void kml_publish_locked(struct kml_ring *r)
 static bool kml_need_wake_locked(struct kml_ring *r)
 {
 	lockdep_assert_held(&r->wlock);
+	/* No barrier needed: sleepers queue before they take wlock to check. */
 	if (!waitqueue_active(&r->wq))
 		return false;
 	if (atomic_read(&r->read_waiters))
@@ -324,30 +325,32 @@ static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 
 	spin_lock_irqsave(&r->wlock, flags);
 	rec = kml_reserve_locked(r, KML_RING_REC_SAMPLE, size);
-	if (rec)
-		r->filling++;
+	if (!rec) {
+		/* Lost: perhaps a sleeper the last crossing missed. */
+		wake = kml_need_wake_locked(r);
+		spin_unlock_irqrestore(&r->wlock, flags);
+		goto out;
+	}
+	r->filling++;
 	spin_unlock_irqrestore(&r->wlock, flags);
 
-	if (rec) {
-		/* The area cannot change: SET_SIZE stops us first. */
-		s = (void *)(rec + 1);
-		s->seq = seq;
-		s->len = size - sizeof(*rec) - sizeof(*s);
-		if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
-			s->csum = 0;
-		} else {
-			kml_ring_fill(seq, s->data, s->len);
-			s->csum = kml_ring_csum(s->data, s->len);
-		}
+	/* Ours alone until published; the area stays (SET_SIZE stops us). */
+	s = (void *)(rec + 1);
+	s->seq = seq;
+	s->len = size - sizeof(*rec) - sizeof(*s);
+	if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
+		s->csum = 0;
+	} else {
+		kml_ring_fill(seq, s->data, s->len);
+		s->csum = kml_ring_csum(s->data, s->len);
 	}
 
 	spin_lock_irqsave(&r->wlock, flags);
-	if (rec) {
-		r->filling--;
-		kml_publish_locked(r);
-	}
+	r->filling--;
+	kml_publish_locked(r);
 	wake = kml_need_wake_locked(r);
 	spin_unlock_irqrestore(&r->wlock, flags);
+out:
 	if (wake)
 		kml_wake(r);
 }
@@ -622,8 +625,9 @@ static ssize_t kml_read_records(struct kml_ring *r, char __user *buf,
 		return -EINVAL;
 	/* Pairs with kml_publish_locked(): records up to head are written. */
 	head = smp_load_acquire(&r->head);
-	tail = kml_ring_clamp_tail(head, smp_load_acquire(&r->ctrl->tail),
-				   r->size);
+	/* A tail moved by the consumer too: its reads are done. */
+	tail = smp_load_acquire(&r->ctrl->tail);
+	tail = kml_ring_clamp_tail(head, tail, r->size);
 	while (tail < head) {
 		const struct kml_ring_rec *rec;
 

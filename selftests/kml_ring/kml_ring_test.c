@@ -868,7 +868,7 @@ static void *race_read(void *arg)
 			int ret = kml_ring_check_sample(rec, 0);
 
 			if (rec->type != KML_RING_REC_SAMPLE || (ret && ret != -ERANGE) ||
-			    rec->size < REC_MIN || rec->size > n - off) {
+			    rec->size < REC_MIN || rec->size > (size_t)(n - off)) {
 				x->bad++;
 				break;
 			}
