@@ -590,17 +590,15 @@ static bool kml_readable(struct kml_ring *r, bool arm)
 	bool ret = false;
 
 	spin_lock_irqsave(&r->wlock, flags);
-	if (r->size) {
-		u64 wm = arm ? r->watermark : 1;
-
-		/*
-		 * Armed even when readable: an edge-triggered epoll rechecks
-		 * only when woken, and must be woken at the next crossing.
-		 */
-		if (arm)
-			r->poll_armed = true;
-		ret = r->head - kml_tail_locked(r) >= wm;
-	}
+	/*
+	 * Armed even when readable: an edge-triggered epoll rechecks only
+	 * when woken, and must be woken at the next crossing. And armed
+	 * before sizing, for the records that come after it.
+	 */
+	if (arm)
+		r->poll_armed = true;
+	if (r->size)
+		ret = r->head - kml_tail_locked(r) >= (arm ? r->watermark : 1);
 	spin_unlock_irqrestore(&r->wlock, flags);
 	return ret;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -795,6 +796,55 @@ TEST_F(ring, blocked_read_wakes_for_one_record_below_the_watermark)
 
 		EXPECT_EQ(0, poll(&p, 1, 0));
 	}
+}
+
+/* Item 3: a poller that slept before the ring was sized is woken after. */
+TEST_F(ring, poll_from_before_sizing_is_woken)
+{
+	struct blocked b = { .use_poll = 1 };
+	pthread_t t;
+
+	b.fd = open(DEV, O_RDWR);
+	ASSERT_GE(b.fd, 0);
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_read_or_poll, &b));
+	ASSERT_EQ(0, wait_sleeping(tid_of(&b), 60));
+	ASSERT_EQ(0, set_size(b.fd, 1));
+	ASSERT_EQ(0, start(b.fd, 64, 0, 1, -1));
+	if (join_within(t, &b, 30)) {
+		pthread_kill(t, SIGKILL);
+		ASSERT_TRUE(0) TH_LOG("poll() still blocked with a record in the ring");
+	}
+	EXPECT_EQ(1, b.ret);
+	EXPECT_EQ(POLLIN | POLLRDNORM, b.revents & (POLLIN | POLLRDNORM));
+	close(b.fd);
+}
+
+/* Item 3: edge-triggered epoll gets an event at every crossing. */
+TEST_F(ring, edge_triggered_epoll_sees_every_crossing)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	uint64_t wm = 1024;
+	int ep = epoll_create1(0), round;
+
+	ASSERT_GE(ep, 0);
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 4));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_SET_WATERMARK, &wm));
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->r.fd, &ev));
+	EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	for (round = 0; round < 3; round++) {
+		struct check c = { 0 };
+
+		/* 16 records of 64 bytes: exactly the watermark. */
+		ASSERT_EQ(0, start(self->r.fd, 64, 0, 16, -1));
+		EXPECT_EQ(1, epoll_wait(ep, &ev, 1, 30000)) TH_LOG("round %d", round);
+		ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 16 * (round + 1), 60));
+		ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+		EXPECT_EQ(16, kml_ring_user_consume(&self->r, check_sample, &c));
+		EXPECT_EQ(0, c.bad);
+		/* Nothing new: no event. */
+		EXPECT_EQ(0, epoll_wait(ep, &ev, 1, 0));
+	}
+	close(ep);
 }
 
 /* Item 4: a watermark the ring could never reach was accepted or kept. */

@@ -120,18 +120,18 @@ struct kml_ring_sample {
 
 /**
  * struct kml_ring_produce - start the built-in producer
- *
- * Extensible: the size in the ioctl number is the caller's sizeof. A
- * smaller struct than %KML_RING_PRODUCE_SIZE_VER0 is -EINVAL; a larger
- * one must be zero past what the kernel knows (-E2BIG otherwise).
- *
  * @record_size: total record size in bytes (header included), rounded up
  *	to 8; at least header + sample header
  * @rate: records per second, 0 for as fast as possible
  * @count: stop after this many records, 0 for until STOP
  * @cpu: CPU to run on, or -1 for any
  * @flags: %KML_RING_PRODUCE_NOFILL to leave the sample bytes unwritten
- *	(csum 0), so benchmarks measure the ring rather than the filling
+ *	(csum 0), so benchmarks measure the ring rather than the filling;
+ *	any other bit is -EINVAL
+ *
+ * Extensible: the size in the ioctl number is the caller's sizeof. A
+ * smaller struct than %KML_RING_PRODUCE_SIZE_VER0 is -EINVAL; a larger
+ * one must be zero past what the kernel knows (-E2BIG otherwise).
  */
 struct kml_ring_produce {
 	__u32 record_size;
