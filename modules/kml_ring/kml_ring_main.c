@@ -101,8 +101,8 @@ struct kml_ring {
 	struct mutex read_lock;		/* read() and SET_SIZE */
 	struct mutex lock;		/* mappings, producer, watermark */
 	/*
-	 * wlock guards everything below but the producer's own fields; it is
-	 * taken with interrupts off (kml_ring_write() may run in an IRQ).
+	 * wlock guards the fields from pages to poll_armed; it is taken
+	 * with interrupts off (kml_ring_write() may run in an IRQ).
 	 * pages, data, ctrl and size change only under read_lock, lock and
 	 * wlock together, so holding any one keeps them stable.
 	 */
