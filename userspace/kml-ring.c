@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		"  consume [OPTIONS]       print records other modules write (kml_ring_write())\n"
 		"      --seconds S         how long (default 10), or --count N records\n"
 		"  common: --pages P (ring data pages, power of two, default 64),\n"
-		"          --watermark BYTES (wake after this much, default 1), --print\n"
+		"          --watermark BYTES (wake after this much, 1..half the ring, default 1), --print\n"
+		"  produce needs CAP_SYS_ADMIN; consume and stat do not\n"
 		"\n"
 		"  -j, --json              JSON output\n"
 		"  -h, --help              this text\n", prog);
@@ -63,11 +64,14 @@ static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
 		    KML_RING_DEVICE);
 	if (ret == -EINVAL)
 		kml_die("bad --pages %u: give a power of two, 1..%d", pages, KML_RING_MAX_PAGES);
+	if (ret == -ENOSPC)
+		kml_die("no room for %u more pages: all rings together are limited by kml_ring's max_pages parameter",
+		    pages + 1);
 	if (ret)
 		kml_die("cannot set up the ring: %s", strerror(-ret));
 	if (ioctl(r->fd, KML_RING_IOC_SET_WATERMARK, &wm))
-		kml_die("bad --watermark %llu: give 1..%llu bytes", (unsigned long long)wm,
-		    (unsigned long long)r->size);
+		kml_die("bad --watermark %llu: give 1..%llu bytes (half the ring)",
+		    (unsigned long long)wm, (unsigned long long)r->size / 2);
 }
 
 struct tally {
@@ -108,6 +112,8 @@ static int cmd_produce(struct kml_ring_produce *p, unsigned int pages,
 			kml_die("bad producer settings: size %u..%llu bytes, --cpu an online CPU",
 			    (unsigned int)(sizeof(struct kml_ring_rec) + sizeof(struct kml_ring_sample)),
 			    (unsigned long long)r.size / 4);
+		if (errno == EPERM)
+			kml_die("%s", "the in-kernel producer needs CAP_SYS_ADMIN: run as root");
 		kml_die("start: %s", strerror(errno));
 	}
 	t0 = now();

@@ -73,6 +73,22 @@ int kml_ring_check_pages(__u32 npages)
 }
 
 /**
+ * kml_ring_watermark_max() - the largest watermark a ring can reach
+ * @size: data area size
+ *
+ * Records are at most a quarter of the area, and a record may need as
+ * much padding before it, so while fewer than @size / 2 bytes are in use
+ * the next record always fits: the level keeps rising to @size / 2. Above
+ * that, padding can leave the ring full (records lost) below the mark.
+ *
+ * Return: @size / 2.
+ */
+__u64 kml_ring_watermark_max(__u64 size)
+{
+	return size / 2;
+}
+
+/**
  * kml_ring_check_produce() - validate a START argument
  * @p: the argument; its record_size is rounded up to 8 on success
  * @size: the ring's data area size (0 if not sized)

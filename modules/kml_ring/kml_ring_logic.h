@@ -27,6 +27,7 @@ int kml_ring_place(__u64 head, __u64 tail, __u64 size, __u32 need,
 		   __u32 *pad);
 __u64 kml_ring_clamp_tail(__u64 head, __u64 tail, __u64 size);
 int kml_ring_check_pages(__u32 npages);
+__u64 kml_ring_watermark_max(__u64 size);
 int kml_ring_check_produce(const struct kml_ring_produce *p, __u64 size);
 __u32 kml_ring_csum(const __u8 *data, __u32 len);
 void kml_ring_fill(__u64 seq, __u8 *data, __u32 len);

@@ -12,17 +12,38 @@
  * load-acquire before reusing it. No lock is shared with userspace, and
  * no system call is needed per record.
  *
+ * Writers on the kernel side take the ring's wlock, with interrupts off
+ * because other modules may write from interrupts (kml_ring_write()). A
+ * record is reserved under the lock, filled, and committed under the
+ * lock; head only moves when no reserved record is still being filled,
+ * so a consumer never sees a half-written record. The built-in producer
+ * fills its (up to 64 KiB) samples between the two, with interrupts on.
+ *
  * Wakeups are the other cost. poll() reports readable only once a
- * watermark of bytes is waiting, and the producer wakes a sleeper only if
- * one is there (wq_has_sleeper()), so a busy consumer costs no wakeups at
- * all. read() on the same file copies records out instead, for comparison.
+ * watermark of bytes is waiting; a sleeper arms the ring when it checks,
+ * and a writer wakes the queue only when it is armed and the level is
+ * reached (or when a read() is blocked, which wants any record). Both
+ * checks run under wlock, which orders them: either the writer sees the
+ * sleeper, or the sleeper sees the record. A busy consumer that never
+ * sleeps costs no wakeups at all. read() on the same file copies records
+ * out instead, for comparison.
  *
  * Each open file has its own ring. The data pages are mapped read-only;
  * only the control page is writable, and the kernel never trusts what it
  * reads there beyond clamping tail into range.
+ *
+ * Any user may open the device, so what a user can make it do is bounded:
+ * ring memory is charged to the opener's memory cgroup and counted
+ * against a module-wide budget (the max_pages parameter, -ENOSPC beyond
+ * it); the built-in producer, a kernel thread that can spin on any CPU
+ * outside the caller's cgroup, is a test and benchmark feature reserved
+ * to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
+ * buffer; and interrupts are off for at most one record's copy (64 KiB)
+ * per ring.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/kthread.h>
@@ -32,6 +53,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/rculist.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -40,9 +62,18 @@
 #include <linux/wait.h>
 
 #include "../include/kml_compat.h"
+#include "../include/kml_ioctl.h"
 #include "../include/kml_ring.h"
 #include "../include/kml_stats.h"
 #include "kml_ring_logic.h"
+
+static unsigned int max_pages = 16384;
+module_param(max_pages, uint, 0644);
+MODULE_PARM_DESC(max_pages,
+		 "pages all rings together may use, control pages included (default 16384)");
+
+/* Pages allocated to rings now; at most max_pages. */
+static atomic_long_t kml_pages_used = ATOMIC_LONG_INIT(0);
 
 enum { ST_RECORDS, ST_BYTES, ST_LOST, ST_WAKEUPS, ST_READS, ST_MMAPS };
 
@@ -58,34 +89,68 @@ static const struct kml_stats_desc kml_ring_stats_desc[] = {
 static struct kml_stats_set *kml_ring_stats;
 
 struct kml_ring {
-	struct list_head node;		/* on kml_rings, for kml_ring_write() */
+	struct list_head node;		/* on kml_rings once sized (RCU) */
+	bool listed;
 	/*
-	 * Lock order: read_lock, then mmap_lock (user copies), then lock.
-	 * mmap() runs under mmap_lock and takes lock, so nothing may touch
-	 * user memory while holding lock.
+	 * Lock order: read_lock, then mmap_lock (user copies), then lock,
+	 * then wlock. mmap() runs under mmap_lock and takes lock, so nothing
+	 * may touch user memory while holding lock. read() copies straight
+	 * from the data area holding only read_lock, so SET_SIZE takes
+	 * read_lock too before it swaps the area.
 	 */
-	struct mutex read_lock;		/* one read() at a time */
-	struct mutex lock;		/* size, mappings, producer */
-	u64 gen;			/* bumped by every SET_SIZE, under lock */
-	spinlock_t wlock;		/* writers; irqsave: the API may be in IRQ */
+	struct mutex read_lock;		/* read() and SET_SIZE */
+	struct mutex lock;		/* mappings, producer, watermark */
+	/*
+	 * wlock guards the fields from pages to poll_armed; it is taken
+	 * with interrupts off (kml_ring_write() may run in an IRQ).
+	 * pages, data, ctrl and size change only under read_lock, lock and
+	 * wlock together, so holding any one keeps them stable.
+	 */
+	spinlock_t wlock;
 	struct page **pages;		/* [0] control, [1..npages] data */
 	unsigned int npages;
 	struct kml_ring_ctrl *ctrl;
 	u8 *data;			/* vmap of the data pages */
 	u64 size;			/* 0 until sized */
-	u64 head;			/* the kernel's own copy, published */
-	u64 next;			/* head plus padding of a reserved record */
+	u64 head;			/* published: read() loads it locklessly */
+	u64 resv;			/* end of the reserved records */
+	unsigned int filling;		/* reserved records not committed yet */
 	u64 lost;
-	u64 produced;
-	u64 watermark;
-	atomic_t mapped;		/* live vmas of this ring */
-	struct task_struct *producer;
-	struct kml_ring_produce prod;
+	u64 produced;			/* records reserved, lost ones excluded */
+	u64 watermark;			/* 1..size/2 once sized */
+	bool poll_armed;		/* a poller wants the watermark */
+	atomic_t read_waiters;		/* read() calls sleeping for a record */
 	wait_queue_head_t wq;
+	atomic_t mapped;		/* live vmas of this ring */
+	struct task_struct *producer;	/* under lock */
+	struct kml_ring_produce prod;	/* set before the producer starts */
 };
 
-static DEFINE_SPINLOCK(kml_rings_lock);
+/*
+ * Every sized ring, for kml_ring_write(): walked under RCU, changed under
+ * the mutex. Only sized rings are listed, and each costs at least two
+ * pages of the budget, so the walk is bounded by max_pages / 2 rings.
+ */
+static DEFINE_MUTEX(kml_rings_mutex);
 static LIST_HEAD(kml_rings);
+
+/* Takes @n pages from the module-wide budget: 0 or -ENOSPC. */
+static int kml_budget_take(unsigned long n)
+{
+	unsigned long max = READ_ONCE(max_pages);
+	long used = atomic_long_read(&kml_pages_used);
+
+	do {
+		if (n > max || used > max - n)
+			return -ENOSPC;
+	} while (!atomic_long_try_cmpxchg(&kml_pages_used, &used, used + n));
+	return 0;
+}
+
+static void kml_budget_give(unsigned long n)
+{
+	atomic_long_sub(n, &kml_pages_used);
+}
 
 static void kml_ring_free_pages(struct page **pages, unsigned int n, void *data)
 {
@@ -99,28 +164,26 @@ static void kml_ring_free_pages(struct page **pages, unsigned int n, void *data)
 	kfree(pages);
 }
 
-static u64 kml_tail(struct kml_ring *r)
+/*
+ * The consumer's tail, made safe: never past what is published, and
+ * never so far behind that the reserved records would not fit.
+ */
+static u64 kml_tail_locked(struct kml_ring *r)
 {
 	/* Pairs with the consumer's store-release: it is done with the space. */
 	u64 tail = smp_load_acquire(&r->ctrl->tail);
 
-	return kml_ring_clamp_tail(r->head, tail, r->size);
-}
-
-static void kml_publish_locked(struct kml_ring *r, u64 head)
-{
-	/* Pairs with read()/poll()'s load-acquire of the kernel's head. */
-	smp_store_release(&r->head, head);
-	/* Pairs with the consumer's load-acquire: the record is written. */
-	smp_store_release(&r->ctrl->head, head);
-	WRITE_ONCE(r->ctrl->produced, r->produced);
+	lockdep_assert_held(&r->wlock);
+	tail = kml_ring_clamp_tail(r->resv, tail, r->size);
+	return min(tail, r->head);
 }
 
 /*
- * Reserve @need bytes (header included) at head and return the record,
- * or NULL (counted as lost) if the ring is full. Caller holds wlock and
- * must kml_commit_locked() what it got. head itself moves only at commit,
- * so nobody ever sees the padding without the record after it.
+ * Reserve @need bytes (header included) and return the record, or NULL
+ * (counted as lost) if the ring is full. Caller holds wlock and must
+ * kml_publish_locked() after filling it. The PAD record and the header are
+ * written here; head moves only at publication, so nobody ever sees the
+ * padding without the record after it.
  */
 static struct kml_ring_rec *kml_reserve_locked(struct kml_ring *r, u32 type,
 					       u32 need)
@@ -129,50 +192,70 @@ static struct kml_ring_rec *kml_reserve_locked(struct kml_ring *r, u32 type,
 	u32 pad;
 
 	lockdep_assert_held(&r->wlock);
-	if (kml_ring_place(r->head, kml_tail(r), r->size, need, &pad)) {
+	if (kml_ring_place(r->resv, kml_tail_locked(r), r->size, need, &pad)) {
 		r->lost++;
 		WRITE_ONCE(r->ctrl->lost, r->lost);
 		kml_stats_inc(kml_ring_stats, ST_LOST);
 		return NULL;
 	}
-	r->next = r->head;
 	if (pad) {
-		rec = (void *)(r->data + (r->next & (r->size - 1)));
+		rec = (void *)(r->data + (r->resv & (r->size - 1)));
 		rec->type = KML_RING_REC_PAD;
 		rec->size = pad;
-		r->next += pad;
+		r->resv += pad;
 	}
-	rec = (void *)(r->data + (r->next & (r->size - 1)));
+	rec = (void *)(r->data + (r->resv & (r->size - 1)));
 	rec->type = type;
 	rec->size = need;
 	rec->timestamp_ns = ktime_get_ns();
+	r->resv += need;
+	r->produced++;
+	kml_stats_inc(kml_ring_stats, ST_RECORDS);
+	kml_stats_add(kml_ring_stats, ST_BYTES, need);
 	return rec;
 }
 
-static void kml_commit_locked(struct kml_ring *r, struct kml_ring_rec *rec)
+/* Publish every reserved record, unless one is still being filled. */
+static void kml_publish_locked(struct kml_ring *r)
 {
-	r->produced++;
-	kml_publish_locked(r, r->next + rec->size);
-	kml_stats_inc(kml_ring_stats, ST_RECORDS);
-	kml_stats_add(kml_ring_stats, ST_BYTES, rec->size);
+	lockdep_assert_held(&r->wlock);
+	if (r->filling)
+		return;
+	/* Pairs with read()'s load-acquire of the kernel's head. */
+	smp_store_release(&r->head, r->resv);
+	/* Pairs with the consumer's load-acquire: the records are written. */
+	smp_store_release(&r->ctrl->head, r->resv);
+	WRITE_ONCE(r->ctrl->produced, r->produced);
 }
 
 /*
- * Wake a sleeping consumer when the bytes waiting cross the watermark,
- * and only then: a consumer that is already awake needs no further
- * wakeups, and one that sleeps checked the level itself after queueing.
+ * Should a writer that just published wake the queue? Sleepers announce
+ * what they wait for under wlock, after queueing and before sleeping
+ * (kml_ring_poll(), kml_readable()), and we decide under wlock too, so
+ * either we see the announcement or they saw our record. A blocked read()
+ * wants any record; a poller wants the watermark, and is woken once per
+ * poll() that armed the ring, however many records land meanwhile. A
+ * sleeper the watermark crossing missed is woken by the next record.
  */
-static void kml_maybe_wake(struct kml_ring *r, u64 prev_head)
+static bool kml_need_wake_locked(struct kml_ring *r)
 {
-	u64 tail = kml_tail(r), wm = READ_ONCE(r->watermark);
-
-	if (prev_head - tail >= wm || r->head - tail < wm)
-		return;
-	/* wq_has_sleeper() has the barrier that pairs with poll_wait(). */
-	if (wq_has_sleeper(&r->wq)) {
-		kml_stats_inc(kml_ring_stats, ST_WAKEUPS);
-		wake_up_interruptible(&r->wq);
+	lockdep_assert_held(&r->wlock);
+	/* No barrier needed: sleepers queue before they take wlock to check. */
+	if (!waitqueue_active(&r->wq))
+		return false;
+	if (atomic_read(&r->read_waiters))
+		return true;
+	if (r->poll_armed && r->head - kml_tail_locked(r) >= r->watermark) {
+		r->poll_armed = false;
+		return true;
 	}
+	return false;
+}
+
+static void kml_wake(struct kml_ring *r)
+{
+	kml_stats_inc(kml_ring_stats, ST_WAKEUPS);
+	wake_up_interruptible(&r->wq);
 }
 
 /**
@@ -181,7 +264,12 @@ static void kml_maybe_wake(struct kml_ring *r, u64 prev_head)
  * @data: payload
  * @len: payload bytes; the record is padded to a multiple of 8
  *
- * Context: any context but NMI; takes spinlocks with interrupts disabled.
+ * Each ring is written under its own lock with interrupts off for one
+ * copy of at most %KML_RING_MAX_PAYLOAD bytes (and at most a quarter of
+ * that ring); rings too small for the record are skipped. The cost of a
+ * call grows with the number of rings, which the page budget bounds.
+ *
+ * Context: any context but NMI.
  * Return: number of rings written to (full rings count the record lost),
  * or -EINVAL for a reserved type or a payload over %KML_RING_MAX_PAYLOAD.
  */
@@ -195,56 +283,76 @@ int kml_ring_write(u32 type, const void *data, u32 len)
 
 	if (type < KML_RING_REC_USER_BASE || len > KML_RING_MAX_PAYLOAD)
 		return -EINVAL;
-	spin_lock_irqsave(&kml_rings_lock, flags);
-	list_for_each_entry(r, &kml_rings, node) {
-		u64 prev;
+	rcu_read_lock();
+	list_for_each_entry_rcu(r, &kml_rings, node) {
+		bool wake = false;
 
-		spin_lock(&r->wlock);
-		prev = r->head;
-		if (r->size && need <= r->size / 4) {
+		spin_lock_irqsave(&r->wlock, flags);
+		if (need <= r->size / 4) {
 			rec = kml_reserve_locked(r, type, need);
 			if (rec) {
 				memcpy(rec + 1, data, len);
 				memset((u8 *)(rec + 1) + len, 0,
 				       need - sizeof(*rec) - len);
-				kml_commit_locked(r, rec);
+				kml_publish_locked(r);
 				n++;
 			}
+			wake = kml_need_wake_locked(r);
 		}
-		spin_unlock(&r->wlock);
-		kml_maybe_wake(r, prev);
+		spin_unlock_irqrestore(&r->wlock, flags);
+		/* The ring outlives the RCU read section: see release. */
+		if (wake)
+			kml_wake(r);
 	}
-	spin_unlock_irqrestore(&kml_rings_lock, flags);
+	rcu_read_unlock();
 	return n;
 }
 EXPORT_SYMBOL_GPL(kml_ring_write);
 
 /* ---- the built-in producer ---- */
 
+/*
+ * Reserve, fill, commit: the filling and checksumming, which cost as much
+ * as the record is long, run with interrupts on. kml_ring_write() may
+ * reserve and publish meanwhile; its records become visible with ours.
+ */
 static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 {
 	struct kml_ring_sample *s;
 	struct kml_ring_rec *rec;
 	unsigned long flags;
-	u64 prev;
+	bool wake;
 
 	spin_lock_irqsave(&r->wlock, flags);
-	prev = r->head;
 	rec = kml_reserve_locked(r, KML_RING_REC_SAMPLE, size);
-	if (rec) {
-		s = (void *)(rec + 1);
-		s->seq = seq;
-		s->len = size - sizeof(*rec) - sizeof(*s);
-		if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
-			s->csum = 0;
-		} else {
-			kml_ring_fill(seq, s->data, s->len);
-			s->csum = kml_ring_csum(s->data, s->len);
-		}
-		kml_commit_locked(r, rec);
+	if (!rec) {
+		/* Lost: perhaps a sleeper the last crossing missed. */
+		wake = kml_need_wake_locked(r);
+		spin_unlock_irqrestore(&r->wlock, flags);
+		goto out;
 	}
+	r->filling++;
 	spin_unlock_irqrestore(&r->wlock, flags);
-	kml_maybe_wake(r, prev);
+
+	/* Ours alone until published; the area stays (SET_SIZE stops us). */
+	s = (void *)(rec + 1);
+	s->seq = seq;
+	s->len = size - sizeof(*rec) - sizeof(*s);
+	if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
+		s->csum = 0;
+	} else {
+		kml_ring_fill(seq, s->data, s->len);
+		s->csum = kml_ring_csum(s->data, s->len);
+	}
+
+	spin_lock_irqsave(&r->wlock, flags);
+	r->filling--;
+	kml_publish_locked(r);
+	wake = kml_need_wake_locked(r);
+	spin_unlock_irqrestore(&r->wlock, flags);
+out:
+	if (wake)
+		kml_wake(r);
 }
 
 static int kml_producer(void *arg)
@@ -321,34 +429,42 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	unsigned int i, n, old_n;
 	unsigned long flags;
 	u8 *data, *old_data;
+	int ret;
 
+	lockdep_assert_held(&r->read_lock);
 	lockdep_assert_held(&r->lock);
 	if (kml_ring_check_pages(npages))
 		return -EINVAL;
 	if (atomic_read(&r->mapped) || r->producer)
 		return -EBUSY;
 
+	/* The new ring is charged before the old one is freed. */
 	n = npages + 1;
-	pages = kcalloc(n, sizeof(*pages), GFP_KERNEL);
+	ret = kml_budget_take(n);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
+	/* _ACCOUNT: charged to the opener's memory cgroup. */
+	pages = kcalloc(n, sizeof(*pages), GFP_KERNEL_ACCOUNT);
 	if (!pages)
-		return -ENOMEM;
+		goto unbudget;
 	for (i = 0; i < n; i++) {
-		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 		if (!pages[i]) {
 			kml_ring_free_pages(pages, i, NULL);
-			return -ENOMEM;
+			goto unbudget;
 		}
 	}
 	/* One contiguous kernel view of the data, so records are one memcpy. */
 	data = vmap(pages + 1, npages, VM_MAP, PAGE_KERNEL);
 	if (!data) {
 		kml_ring_free_pages(pages, n, NULL);
-		return -ENOMEM;
+		goto unbudget;
 	}
 
 	spin_lock_irqsave(&r->wlock, flags);
 	old_pages = r->pages;
-	old_n = r->npages + (r->pages ? 1 : 0);
+	old_n = r->pages ? r->npages + 1 : 0;
 	old_data = r->data;
 	r->pages = pages;
 	r->npages = npages;
@@ -356,16 +472,30 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	r->ctrl = page_address(pages[0]);
 	r->size = (u64)npages * PAGE_SIZE;
 	r->head = 0;
+	r->resv = 0;
 	r->lost = 0;
 	r->produced = 0;
+	/* A smaller ring could never reach a larger watermark. */
+	r->watermark = min(r->watermark, kml_ring_watermark_max(r->size));
 	r->ctrl->version = KML_RING_ABI_VERSION;
 	r->ctrl->page_size = PAGE_SIZE;
 	r->ctrl->data_size = r->size;
 	r->ctrl->watermark = r->watermark;
-	r->gen++;
 	spin_unlock_irqrestore(&r->wlock, flags);
 	kml_ring_free_pages(old_pages, old_n, old_data);
+	kml_budget_give(old_n);
+
+	if (!r->listed) {
+		mutex_lock(&kml_rings_mutex);
+		list_add_tail_rcu(&r->node, &kml_rings);
+		mutex_unlock(&kml_rings_mutex);
+		r->listed = true;
+	}
 	return 0;
+
+unbudget:
+	kml_budget_give(n);
+	return ret;
 }
 
 static void kml_vm_open(struct vm_area_struct *vma)
@@ -413,7 +543,11 @@ static int kml_ring_mmap(struct file *file, struct vm_area_struct *vma)
 	int ret = -EINVAL;
 
 	mutex_lock(&r->lock);
-	if (!r->size || !(vma->vm_flags & VM_SHARED) ||
+	/*
+	 * VM_MAYSHARE, not VM_SHARED: the kernel clears VM_SHARED on a
+	 * shared mapping of a file opened read-only, which is still shared.
+	 */
+	if (!r->size || !(vma->vm_flags & VM_MAYSHARE) ||
 	    (vma->vm_flags & VM_EXEC))
 		goto out;
 	if (vma->vm_pgoff == 0) {
@@ -444,117 +578,164 @@ out:
 
 /* ---- read() and poll(): the copying consumer ---- */
 
-/* @wm bytes waiting: the watermark for poll(), 1 for read(). */
-static bool kml_readable(struct kml_ring *r, u64 wm)
+/*
+ * Are @wm bytes waiting? Under wlock, so a concurrent SET_SIZE cannot
+ * free the control page under us, and so a writer's wake-up decision is
+ * ordered against our check (see kml_need_wake_locked()). @arm says the
+ * caller is a poller about to sleep for the watermark.
+ */
+static bool kml_readable(struct kml_ring *r, bool arm)
 {
-	u64 head;
+	unsigned long flags;
+	bool ret = false;
 
-	if (!r->size)
-		return false;
-	/* Pairs with kml_publish_locked(): records up to head are written. */
-	head = smp_load_acquire(&r->head);
-	return head - kml_tail(r) >= wm;
+	spin_lock_irqsave(&r->wlock, flags);
+	/*
+	 * Armed even when readable: an edge-triggered epoll rechecks only
+	 * when woken, and must be woken at the next crossing. And armed
+	 * before sizing, for the records that come after it.
+	 */
+	if (arm)
+		r->poll_armed = true;
+	if (r->size)
+		ret = r->head - kml_tail_locked(r) >= (arm ? r->watermark : 1);
+	spin_unlock_irqrestore(&r->wlock, flags);
+	return ret;
 }
 
+/*
+ * Copy whole records to @buf. Caller holds read_lock, so the area cannot
+ * change; the producer writes only past head. Return: bytes, 0 if only
+ * padding (now consumed) or nothing was there, -EINVAL if the next record
+ * does not fit in @count or the ring is unsized or garbled by a bad tail,
+ * -EFAULT if nothing could be copied. A failed record stays in the ring.
+ */
+static ssize_t kml_read_records(struct kml_ring *r, char __user *buf,
+				size_t count)
+{
+	ssize_t ret = 0;
+	size_t done = 0;
+	u64 head, tail;
+	u32 sz;
+
+	lockdep_assert_held(&r->read_lock);
+	if (!r->size)
+		return -EINVAL;
+	/* Pairs with kml_publish_locked(): records up to head are written. */
+	head = smp_load_acquire(&r->head);
+	/* A tail moved by the consumer too: its reads are done. */
+	tail = smp_load_acquire(&r->ctrl->tail);
+	tail = kml_ring_clamp_tail(head, tail, r->size);
+	while (tail < head) {
+		const struct kml_ring_rec *rec;
+
+		if (kml_ring_next(r->data, r->size, tail, head, &sz)) {
+			ret = -EINVAL;
+			break;
+		}
+		rec = (const void *)(r->data + (tail & (r->size - 1)));
+		if (rec->type != KML_RING_REC_PAD) {
+			/* Whole records only: -EINVAL if none fits. */
+			if (sz > count - done) {
+				ret = -EINVAL;
+				break;
+			}
+			if (copy_to_user(buf + done, rec, sz)) {
+				ret = -EFAULT;
+				break;
+			}
+			done += sz;
+		}
+		tail += sz;
+		cond_resched();
+	}
+	/* Pairs with the producer's load-acquire of tail: we are done. */
+	smp_store_release(&r->ctrl->tail, tail);
+	return done ? done : ret;
+}
+
+/*
+ * read() returns what there is, like a pipe: it blocks only while the
+ * ring is empty, whatever the watermark. It sleeps without read_lock, so
+ * SET_SIZE is not held up by a blocked reader.
+ */
 static ssize_t kml_ring_read(struct file *file, char __user *buf,
 			     size_t count, loff_t *ppos)
 {
 	struct kml_ring *r = file->private_data;
-	u64 tail, head, gen;
-	size_t done = 0;
-	u8 *bounce = NULL;
-	u32 sz;
-	int ret;
+	ssize_t ret;
 
 	kml_stats_inc(kml_ring_stats, ST_READS);
-	if (mutex_lock_interruptible(&r->read_lock))
-		return -ERESTARTSYS;
-	mutex_lock(&r->lock);
-	ret = -EINVAL;
-	if (!r->size)
-		goto unlock;
-	/* A bounce buffer: user memory is touched only after lock is dropped. */
-	count = min_t(size_t, count, r->size);
-	ret = -ENOMEM;
-	bounce = kvmalloc(count, GFP_KERNEL);
-	if (!bounce)
-		goto unlock;
-	do {
-		/*
-		 * read() returns what there is, like a pipe: the watermark
-		 * only decides when poll() says so, and when we are woken.
-		 */
-		while (!kml_readable(r, 1)) {
-			ret = -EAGAIN;
-			if (file->f_flags & O_NONBLOCK)
-				goto unlock;
-			mutex_unlock(&r->lock);
-			ret = wait_event_interruptible(r->wq, kml_readable(r, 1));
-			mutex_lock(&r->lock);
-			if (ret)
-				goto unlock;
-		}
-		ret = 0;
-		/* Pairs with kml_publish_locked(): records up to head are written. */
-		head = smp_load_acquire(&r->head);
-		tail = kml_tail(r);
-		while (tail < head) {
-			const struct kml_ring_rec *rec;
-
-			ret = -EINVAL;
-			if (kml_ring_next(r->data, r->size, tail, head, &sz))
-				break;
-			ret = 0;
-			rec = (const void *)(r->data + (tail & (r->size - 1)));
-			if (rec->type != KML_RING_REC_PAD) {
-				/* Whole records only: -EINVAL if none fits. */
-				if (done + sz > count) {
-					ret = done ? 0 : -EINVAL;
-					break;
-				}
-				memcpy(bounce + done, rec, sz);
-				done += sz;
-			}
-			tail += sz;
-		}
-		if (!done && !ret) {
-			/* Only padding: consume it and wait for a record. */
-			/* Pairs with the producer's load-acquire of tail. */
-			smp_store_release(&r->ctrl->tail, tail);
-		}
-	} while (!done && !ret);
-	gen = r->gen;
-	mutex_unlock(&r->lock);
-
-	if (done && copy_to_user(buf, bounce, done)) {
-		/* Nothing consumed: the records stay for the next read. */
-		done = 0;
-		ret = -EFAULT;
-		goto out;
+	if (!count)
+		return 0;
+	for (;;) {
+		if (mutex_lock_interruptible(&r->read_lock))
+			return -ERESTARTSYS;
+		ret = kml_read_records(r, buf, count);
+		mutex_unlock(&r->read_lock);
+		if (ret)
+			return ret;
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		/* Announced before queueing: a writer wakes us per record. */
+		atomic_inc(&r->read_waiters);
+		ret = wait_event_interruptible(r->wq, kml_readable(r, false));
+		atomic_dec(&r->read_waiters);
+		if (ret)
+			return ret;
 	}
-	if (done) {
-		mutex_lock(&r->lock);
-		/* Only read_lock holders move tail here; a resize resets it. */
-		if (r->gen == gen)
-			/* Pairs with the producer's load-acquire of tail. */
-			smp_store_release(&r->ctrl->tail, tail);
-		mutex_unlock(&r->lock);
-	}
-	goto out;
-unlock:
-	mutex_unlock(&r->lock);
-out:
-	kvfree(bounce);
-	mutex_unlock(&r->read_lock);
-	return done ? done : ret;
 }
 
 static __poll_t kml_ring_poll(struct file *file, poll_table *wait)
 {
 	struct kml_ring *r = file->private_data;
 
+	/* Queued first, then checked and armed under wlock. */
 	poll_wait(file, &r->wq, wait);
-	return kml_readable(r, READ_ONCE(r->watermark)) ? EPOLLIN | EPOLLRDNORM : 0;
+	return kml_readable(r, true) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/* The watermark is set under lock and wlock: wlock for its readers. */
+static long kml_set_watermark(struct kml_ring *r, u64 wm)
+{
+	u64 max = kml_ring_watermark_max(r->size ? r->size :
+				(u64)KML_RING_MAX_PAGES * PAGE_SIZE);
+	unsigned long flags;
+
+	lockdep_assert_held(&r->lock);
+	if (wm < 1 || wm > max)
+		return -EINVAL;
+	spin_lock_irqsave(&r->wlock, flags);
+	r->watermark = wm;
+	if (r->ctrl)
+		WRITE_ONCE(r->ctrl->watermark, wm);
+	spin_unlock_irqrestore(&r->wlock, flags);
+	/* A lower watermark may already be met: let them look. */
+	wake_up_interruptible(&r->wq);
+	return 0;
+}
+
+/*
+ * START takes an extensible struct (modules/include/kml_ioctl.h): the
+ * size in the ioctl number is the caller's sizeof, fields it lacks are
+ * zero, and a larger caller's extra bytes must be zero.
+ */
+static long kml_ioctl_start(struct kml_ring *r, void __user *up, size_t usize)
+{
+	struct kml_ring_produce p;
+	long ret;
+
+	/* A kernel thread at any rate, on any CPU, outside the caller's cgroup. */
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = kml_copy_struct_in(&p, sizeof(p), up, usize,
+				 KML_RING_PRODUCE_SIZE_VER0);
+	if (ret)
+		return ret;
+	mutex_lock(&r->lock);
+	ret = kml_start_locked(r, p);
+	mutex_unlock(&r->lock);
+	return ret;
 }
 
 static long kml_ring_ioctl(struct file *file, unsigned int cmd,
@@ -562,10 +743,12 @@ static long kml_ring_ioctl(struct file *file, unsigned int cmd,
 {
 	struct kml_ring *r = file->private_data;
 	void __user *up = (void __user *)arg;
-	struct kml_ring_produce p;
 	u32 npages;
 	u64 wm;
 	long ret;
+
+	if (KML_IOC_NOSIZE(cmd) == KML_IOC_NOSIZE(KML_RING_IOC_START))
+		return kml_ioctl_start(r, up, _IOC_SIZE(cmd));
 
 	switch (cmd) {
 	case KML_RING_IOC_GET_VERSION:
@@ -574,31 +757,19 @@ static long kml_ring_ioctl(struct file *file, unsigned int cmd,
 		if (get_user(wm, (u64 __user *)up))
 			return -EFAULT;
 		mutex_lock(&r->lock);
-		ret = -EINVAL;
-		if (wm >= 1 && (!r->size || wm <= r->size)) {
-			WRITE_ONCE(r->watermark, wm);
-			if (r->ctrl)
-				WRITE_ONCE(r->ctrl->watermark, wm);
-			/* A lower watermark may already be met: let them look. */
-			wake_up_interruptible(&r->wq);
-			ret = 0;
-		}
+		ret = kml_set_watermark(r, wm);
 		mutex_unlock(&r->lock);
 		return ret;
 	case KML_RING_IOC_SET_SIZE:
-		/* Copy arguments in before taking lock: see struct kml_ring. */
+		/* Copy arguments in before taking locks: see struct kml_ring. */
 		if (get_user(npages, (u32 __user *)up))
 			return -EFAULT;
+		if (mutex_lock_interruptible(&r->read_lock))
+			return -ERESTARTSYS;
 		mutex_lock(&r->lock);
 		ret = kml_set_size_locked(r, npages);
 		mutex_unlock(&r->lock);
-		return ret;
-	case KML_RING_IOC_START:
-		if (copy_from_user(&p, up, sizeof(p)))
-			return -EFAULT;
-		mutex_lock(&r->lock);
-		ret = kml_start_locked(r, p);
-		mutex_unlock(&r->lock);
+		mutex_unlock(&r->read_lock);
 		return ret;
 	case KML_RING_IOC_STOP:
 		mutex_lock(&r->lock);
@@ -612,7 +783,7 @@ static long kml_ring_ioctl(struct file *file, unsigned int cmd,
 
 static int kml_ring_open(struct inode *inode, struct file *file)
 {
-	struct kml_ring *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	struct kml_ring *r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 
 	if (!r)
 		return -ENOMEM;
@@ -620,16 +791,17 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 	mutex_init(&r->lock);
 	spin_lock_init(&r->wlock);
 	init_waitqueue_head(&r->wq);
+	atomic_set(&r->read_waiters, 0);
 	atomic_set(&r->mapped, 0);
 	r->watermark = 1;
-	spin_lock_irq(&kml_rings_lock);
-	list_add_tail(&r->node, &kml_rings);
-	spin_unlock_irq(&kml_rings_lock);
 	file->private_data = r;
 	return 0;
 }
 
-/* Runs only when no mapping is left: each vma holds a file reference. */
+/*
+ * Runs only when no mapping is left (each vma holds a file reference)
+ * and no read(), poll() or ioctl() is in progress.
+ */
 static int kml_ring_release(struct inode *inode, struct file *file)
 {
 	struct kml_ring *r = file->private_data;
@@ -637,10 +809,16 @@ static int kml_ring_release(struct inode *inode, struct file *file)
 	mutex_lock(&r->lock);
 	kml_stop_locked(r);
 	mutex_unlock(&r->lock);
-	spin_lock_irq(&kml_rings_lock);
-	list_del(&r->node);
-	spin_unlock_irq(&kml_rings_lock);
+	if (r->listed) {
+		mutex_lock(&kml_rings_mutex);
+		list_del_rcu(&r->node);
+		mutex_unlock(&kml_rings_mutex);
+		/* Let every kml_ring_write() that may still see it finish. */
+		synchronize_rcu();
+	}
 	kml_ring_free_pages(r->pages, r->pages ? r->npages + 1 : 0, r->data);
+	if (r->pages)
+		kml_budget_give(r->npages + 1);
 	mutex_destroy(&r->lock);
 	mutex_destroy(&r->read_lock);
 	kfree(r);
@@ -659,7 +837,10 @@ static const struct file_operations kml_ring_fops = {
 	.llseek		= noop_llseek,
 };
 
-/* Rings are private to their opener: any user may have one. */
+/*
+ * Rings are private to their opener: any user may have one, within the
+ * page budget and its memory cgroup; only START needs CAP_SYS_ADMIN.
+ */
 static struct miscdevice kml_ring_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= "kml_ring",

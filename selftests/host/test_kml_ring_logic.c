@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Host unit tests for kml_ring's index arithmetic and record checks. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kselftest_harness.h"
@@ -66,6 +67,46 @@ TEST(checks)
 	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
 	ASSERT_EQ(64, kml_ring_align(57));
 	ASSERT_EQ(64, kml_ring_align(64));
+}
+
+/*
+ * A watermark up to half the area is always reached: with records of at
+ * most a quarter of the area, padding included, the next record fits
+ * while less than half is in use. Simulated with the placement logic.
+ */
+TEST(watermark_max_is_reachable)
+{
+	__u64 size, head, tail, wm;
+	__u32 need, pad;
+
+	for (size = 256; size <= 4096; size *= 2) {
+		wm = kml_ring_watermark_max(size);
+		ASSERT_EQ(size / 2, wm);
+		for (need = 8; need <= size / 4; need += 8) {
+			/* Start anywhere: the offset decides the padding. */
+			for (tail = 0; tail < size; tail += 8 * 13) {
+				head = tail;
+				while (head - tail < wm) {
+					ASSERT_EQ(0, kml_ring_place(head, tail, size, need, &pad));
+					head += pad + need;
+				}
+			}
+		}
+	}
+}
+
+/* The uapi has the same layout for 32- and 64-bit callers. */
+TEST(uapi_layout)
+{
+	ASSERT_EQ(KML_RING_PRODUCE_SIZE_VER0, sizeof(struct kml_ring_produce));
+	ASSERT_EQ(8, offsetof(struct kml_ring_produce, count));
+	ASSERT_EQ(16, offsetof(struct kml_ring_produce, cpu));
+	ASSERT_EQ(20, offsetof(struct kml_ring_produce, flags));
+	ASSERT_EQ(56, sizeof(struct kml_ring_ctrl));
+	ASSERT_EQ(24, offsetof(struct kml_ring_ctrl, tail));
+	ASSERT_EQ(16, sizeof(struct kml_ring_rec));
+	ASSERT_EQ(16, sizeof(struct kml_ring_sample));
+	ASSERT_EQ(2, KML_RING_ABI_VERSION);
 }
 
 TEST(samples_and_walking)

@@ -28,6 +28,22 @@
  * finished reading before the producer may overwrite the space. head and
  * tail are free-running 64-bit byte counts that never wrap in practice.
  *
+ * Instead of mapping, a consumer may read(2) whole records: read() copies
+ * as many whole records as fit (-EINVAL if the next one does not fit),
+ * returns 0 at once for a count of 0, and blocks only while the ring is
+ * empty, whatever the watermark (-EAGAIN with O_NONBLOCK). A signal ends
+ * the wait with -EINTR, or restarts the call under SA_RESTART; closing the
+ * descriptor in another thread does not end it, and a restarted call then
+ * fails with -EBADF, as for any file (a poll() woken by the signal reports
+ * POLLNVAL for the closed descriptor, never POLLIN).
+ * A file opened read-only may map both areas read-only.
+ *
+ * Limits, because any user may open the device: ring pages are charged
+ * to the opener's memory cgroup and to a budget shared by all rings (the
+ * module parameter max_pages, control pages included): SET_SIZE fails with
+ * -ENOSPC beyond it. KML_RING_IOC_START, which runs a kernel thread, needs
+ * CAP_SYS_ADMIN (-EPERM).
+ *
  * ioctl magic 0xBD, numbers 0x20-0x2F.
  */
 #ifndef _UAPI_LINUX_KML_RING_H
@@ -37,7 +53,7 @@
 #include <linux/types.h>
 
 #define KML_RING_DEVICE		"/dev/kml_ring"
-#define KML_RING_ABI_VERSION	1
+#define KML_RING_ABI_VERSION	2	/* 2: watermark <= data_size / 2, START privileged */
 #define KML_RING_MAX_PAGES	1024	/* data area: 1..1024 pages, a power of two */
 #define KML_RING_ALIGN		8
 #define KML_RING_MAX_PAYLOAD	65536	/* and at most a quarter of the data area */
@@ -51,8 +67,10 @@
  * @tail: consumer position: written by userspace with release semantics
  * @lost: records dropped because the ring was full
  * @watermark: poll() reports readable once head - tail >= @watermark
- *	(set with KML_RING_IOC_SET_WATERMARK; 1 means every record);
- *	read() returns whatever is there, blocking only while empty
+ *	(set with KML_RING_IOC_SET_WATERMARK; 1 means every record), which
+ *	is 1..@data_size / 2 so that it can always be reached (records are
+ *	at most a quarter of the area); read() returns whatever is there,
+ *	blocking only while empty
  * @produced: records written, lost ones excluded
  *
  * Only @tail may be written by userspace; anything else it writes is
@@ -108,7 +126,12 @@ struct kml_ring_sample {
  * @count: stop after this many records, 0 for until STOP
  * @cpu: CPU to run on, or -1 for any
  * @flags: %KML_RING_PRODUCE_NOFILL to leave the sample bytes unwritten
- *	(csum 0), so benchmarks measure the ring rather than the filling
+ *	(csum 0), so benchmarks measure the ring rather than the filling;
+ *	any other bit is -EINVAL
+ *
+ * Extensible: the size in the ioctl number is the caller's sizeof. A
+ * smaller struct than %KML_RING_PRODUCE_SIZE_VER0 is -EINVAL; a larger
+ * one must be zero past what the kernel knows (-E2BIG otherwise).
  */
 struct kml_ring_produce {
 	__u32 record_size;
@@ -118,11 +141,19 @@ struct kml_ring_produce {
 	__u32 flags;
 };
 
-#define KML_RING_PRODUCE_NOFILL	0x1U
+#define KML_RING_PRODUCE_NOFILL	0x1U	/* any other flag: -EINVAL */
+#define KML_RING_PRODUCE_SIZE_VER0	24	/* the first published size */
 
 #define KML_RING_IOC_MAGIC	0xBD
 
-/* Data area size in pages; -EBUSY while mapped or producing. */
+/*
+ * SET_SIZE: data area size in pages, which empties the ring; -EBUSY while
+ * mapped or producing, -ENOSPC beyond the module's page budget. It lowers
+ * a watermark above half the new area to half of it.
+ * SET_WATERMARK: bytes, 1..data_size / 2 (before sizing, up to half the
+ * largest ring), else -EINVAL.
+ * START: CAP_SYS_ADMIN only; -EBUSY if running. STOP: always succeeds.
+ */
 #define KML_RING_IOC_SET_SIZE	   _IOW(KML_RING_IOC_MAGIC, 0x20, __u32)
 #define KML_RING_IOC_SET_WATERMARK _IOW(KML_RING_IOC_MAGIC, 0x21, __u64)
 #define KML_RING_IOC_START	   _IOW(KML_RING_IOC_MAGIC, 0x22, struct kml_ring_produce)
