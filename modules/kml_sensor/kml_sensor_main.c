@@ -17,9 +17,10 @@
  * read() returns fixed-size records, poll() reports when there are some,
  * and O_NONBLOCK gives -EAGAIN, the contract epoll and event loops need.
  * Records go into one ring that every open file reads with a cursor of
- * its own: the sampler's work per record is the same for one open file
- * or ten thousand, a slow reader holds nobody else up, and a reader that
- * falls too far behind is told how many records it missed.
+ * its own: the sampler writes a record once for one open file or ten
+ * thousand (only the wake-up walks the sleepers, as any wait queue's
+ * does), a slow reader holds nobody else up, and a reader that falls too
+ * far behind is told how many records it missed.
  *
  * The same readings are registered with hwmon, the subsystem real
  * sensors use, so /sys/class/hwmon and lm-sensors' `sensors` show them.
@@ -153,8 +154,13 @@ static void kml_unlock_wake(u64 head_before)
 	bool added = kml_dev.ring.head != head_before;
 
 	spin_unlock(&kml_dev.lock);
+	/*
+	 * Every sleeper, not one: the queue is shared by all files, so an
+	 * exclusive waiter (EPOLLEXCLUSIVE) on one file must not use up the
+	 * wake-up another file's reader needs.
+	 */
 	if (added)
-		wake_up_interruptible(&kml_dev.wq);
+		wake_up_interruptible_all(&kml_dev.wq);
 }
 
 /* A zone change is an alarm; re-evaluated on every sample and setting. */
@@ -219,7 +225,8 @@ static void kml_reset_locked(void)
 		};
 		kml_sample_locked(ch, kml_model_step(&c->model), now);
 	}
-	kml_dev.period_ms = KML_SENSOR_PERIOD_DEFAULT_MS;
+	/* GET_PERIOD reads it without the lock. */
+	WRITE_ONCE(kml_dev.period_ms, KML_SENSOR_PERIOD_DEFAULT_MS);
 }
 
 /*
@@ -327,7 +334,7 @@ static int kml_ioc_set_period(u32 __user *up, size_t usize)
 	if (kml_check_period(ms))
 		return -EINVAL;
 	spin_lock(&kml_dev.lock);
-	kml_dev.period_ms = ms;
+	WRITE_ONCE(kml_dev.period_ms, ms);
 	spin_unlock(&kml_dev.lock);
 	/* Takes effect now, not after the old (maybe long) period. */
 	mod_delayed_work(system_wq, &kml_dev.sampler, msecs_to_jiffies(ms));
@@ -430,6 +437,8 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 	/* Magic, number and direction must match; the size is the caller's. */
 	switch (KML_IOC_NOSIZE(cmd)) {
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO):
+	/* ABI 1's number (_IOWR), so an old client can read abi_version. */
+	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO_V1):
 		stat = ST_IOC_INFO;
 		ret = kml_ioc_info(up, usize);
 		break;
@@ -528,8 +537,13 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	kml_stats_inc(kml_dev.stats, ST_READS);
 	if (count < sizeof(ev))
 		return -EINVAL;
-	if (mutex_lock_interruptible(&cl->read_lock))
+	/* O_NONBLOCK never sleeps, not even behind a blocked reader. */
+	if (file->f_flags & O_NONBLOCK) {
+		if (!mutex_trylock(&cl->read_lock))
+			return -EAGAIN;
+	} else if (mutex_lock_interruptible(&cl->read_lock)) {
 		return -ERESTARTSYS;
+	}
 	while (done + sizeof(ev) <= count) {
 		const struct kml_sensor_event *next;
 

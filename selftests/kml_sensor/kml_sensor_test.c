@@ -734,6 +734,96 @@ TEST_F(dev, blocking_read_wakes_on_alarm)
 	EXPECT_EQ(KML_SENSOR_ZONE_LOW, w.ev.kind);
 }
 
+struct excl_waiter {
+	int ep;
+	int n;
+};
+
+static void *excl_wait(void *arg)
+{
+	struct excl_waiter *w = arg;
+	struct epoll_event out;
+
+	w->n = epoll_wait(w->ep, &out, 1, 20000);
+	return NULL;
+}
+
+/*
+ * All files share one wait queue: a wake-up for one exclusive waiter
+ * (EPOLLEXCLUSIVE) must not leave another file's waiter asleep.
+ */
+TEST_F(dev, exclusive_waiters_of_every_file_wake)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+	struct excl_waiter w[2];
+	pthread_t th[2];
+	int fd[2];
+
+	for (int i = 0; i < 2; i++) {
+		fd[i] = open(DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		ASSERT_GE(fd[i], 0);
+		w[i].ep = epoll_create1(EPOLL_CLOEXEC);
+		ASSERT_GE(w[i].ep, 0);
+		ASSERT_EQ(0, epoll_ctl(w[i].ep, EPOLL_CTL_ADD, fd[i], &e));
+		w[i].n = -2;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, excl_wait, &w[i]));
+	}
+	/* A waiter not yet asleep sees the record anyway: no false failure. */
+	usleep(300000);
+	ASSERT_EQ(0, set_alarm(self->fd, 0, 0, 10000));
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(1, w[i].n) TH_LOG("file %d's exclusive waiter slept on", i);
+		close(w[i].ep);
+		close(fd[i]);
+	}
+}
+
+struct release {
+	int fd;
+	volatile int done;
+	volatile int fired;
+};
+
+/* Queue a record after 20 s unless told not to: unblocks a stuck read. */
+static void *release_later(void *arg)
+{
+	struct release *r = arg;
+
+	for (int i = 0; i < 400 && !r->done; i++)
+		usleep(50000);
+	if (!r->done) {
+		r->fired = 1;
+		set_alarm(r->fd, 3, 0, 10000);
+	}
+	return NULL;
+}
+
+/* O_NONBLOCK means never sleep, not even behind another blocked reader. */
+TEST_F(dev, nonblocking_read_never_waits_behind_a_blocked_reader)
+{
+	struct waiter w = { .fd = self->fd, .ret = 1 };
+	struct release rel = { .fd = self->fd };
+	struct kml_sensor_event ev;
+	pthread_t th, watchdog;
+	int fl = fcntl(self->fd, F_GETFL);
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, blocking_reader, &w));
+	usleep(200000);		/* it now sleeps, holding the file's reader lock */
+	ASSERT_EQ(0, pthread_create(&watchdog, NULL, release_later, &rel));
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl | O_NONBLOCK));
+	EXPECT_EQ(-1, read(self->fd, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	rel.done = 1;
+	EXPECT_EQ(0, rel.fired) TH_LOG("the O_NONBLOCK read slept until a record came");
+	pthread_join(watchdog, NULL);
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl));
+	/* Release the blocked reader. */
+	ASSERT_EQ(0, set_alarm(self->fd, 2, 0, 10000));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, w.ret);
+}
+
 /* The kml_sensor counter @name from /proc/kmodlab/stats, or -1. */
 static long long sensor_stat(const char *name)
 {

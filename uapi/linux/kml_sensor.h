@@ -187,6 +187,8 @@ struct kml_sensor_event {
 #define KML_SENSOR_IOC_MAGIC	0xBD
 
 #define KML_SENSOR_IOC_GET_INFO	  _IOR(KML_SENSOR_IOC_MAGIC, 0x00, struct kml_sensor_info)
+/* ABI 1 numbered GET_INFO _IOWR; still answered, so old clients see abi_version */
+#define KML_SENSOR_IOC_GET_INFO_V1 _IOWR(KML_SENSOR_IOC_MAGIC, 0x00, struct kml_sensor_info)
 #define KML_SENSOR_IOC_READ	  _IOWR(KML_SENSOR_IOC_MAGIC, 0x01, struct kml_sensor_reading)
 #define KML_SENSOR_IOC_READ_ALL	  _IOWR(KML_SENSOR_IOC_MAGIC, 0x02, struct kml_sensor_read_all)
 #define KML_SENSOR_IOC_GET_PERIOD _IOR(KML_SENSOR_IOC_MAGIC, 0x03, __u32)
