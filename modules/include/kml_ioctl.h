@@ -57,6 +57,12 @@ static inline int kml_copy_struct_in(void *dst, size_t ksize,
  * @src: kernel struct
  * @ksize: sizeof(*@src)
  *
+ * There is no minimum here: an output-only command checks @usize
+ * against its struct's first published size itself (-EINVAL), or a
+ * caller asking for 0 bytes would get success and nothing. A struct that
+ * is both input and output reads any new input field through a flag, so
+ * an older kernel, which zeroes and ignores the tail, cannot misread it.
+ *
  * Return: 0 or -EFAULT. A larger caller's tail is zeroed.
  */
 static inline int kml_copy_struct_out(void __user *dst, size_t usize,
