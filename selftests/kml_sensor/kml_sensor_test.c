@@ -163,6 +163,12 @@ TEST_F(dev, get_info)
 	EXPECT_EQ(EFAULT, errno);
 	EXPECT_EQ(-1, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO, NULL));
 	EXPECT_EQ(EFAULT, errno);
+	/* ABI 1's number still answers, so an old client learns the version. */
+	memset(&info, 0xff, sizeof(info));
+	info.flags = sizeof(info);	/* ABI 1 put its size there: ignored */
+	ASSERT_EQ(0, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO_V1, &info));
+	EXPECT_EQ(KML_SENSOR_ABI_VERSION, info.abi_version);
+	EXPECT_EQ(NCH, info.nchannels);
 }
 
 TEST_F(dev, read_each_channel)
