@@ -34,8 +34,10 @@
  *
  * Any user may open the device, so what a user can make it do is bounded:
  * ring memory is charged to the opener's memory cgroup and counted
- * against a module-wide budget (the max_pages parameter, -ENOSPC beyond
- * it); the built-in producer, a kernel thread that can spin on any CPU
+ * against a per-user budget (user_pages, which CAP_IPC_LOCK lifts, as
+ * RLIMIT_MEMLOCK is for perf's rings) and a module-wide one (max_pages),
+ * -ENOSPC beyond either, so no user can take the whole budget from the
+ * others; the built-in producer, a kernel thread that can spin on any CPU
  * outside the caller's cgroup, is a test and benchmark feature reserved
  * to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
  * buffer; and interrupts are off for at most one record's copy (64 KiB)
@@ -60,6 +62,8 @@
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include "../include/kml_compat.h"
 #include "../include/kml_ioctl.h"
@@ -72,8 +76,20 @@ module_param(max_pages, uint, 0644);
 MODULE_PARM_DESC(max_pages,
 		 "pages all rings together may use, control pages included (default 16384)");
 
+static unsigned int user_pages = 4096;
+module_param(user_pages, uint, 0644);
+MODULE_PARM_DESC(user_pages,
+		 "pages one user's rings may use, unless CAP_IPC_LOCK (default 4096)");
+
 /* Pages allocated to rings now; at most max_pages. */
 static atomic_long_t kml_pages_used = ATOMIC_LONG_INIT(0);
+
+/* Pages each user's rings hold, indexed by uid (xa_mk_value() counts). */
+static DEFINE_XARRAY(kml_user_used);
+static DEFINE_MUTEX(kml_user_lock);
+
+/* Closed rings are freed here, after a grace period (see release). */
+static struct workqueue_struct *kml_ring_wq;
 
 enum { ST_RECORDS, ST_BYTES, ST_LOST, ST_WAKEUPS, ST_READS, ST_MMAPS };
 
@@ -124,6 +140,8 @@ struct kml_ring {
 	atomic_t mapped;		/* live vmas of this ring */
 	struct task_struct *producer;	/* under lock */
 	struct kml_ring_produce prod;	/* set before the producer starts */
+	kuid_t uid;			/* the opener, charged for the pages */
+	struct rcu_work free_work;
 };
 
 /*
@@ -150,6 +168,43 @@ static int kml_budget_take(unsigned long n)
 static void kml_budget_give(unsigned long n)
 {
 	atomic_long_sub(n, &kml_pages_used);
+}
+
+/*
+ * Charges @n pages to @uid: 0, or -ENOSPC past user_pages unless
+ * @unlimited. Always counted, so giving back is the same either way.
+ */
+static int kml_user_take(kuid_t uid, unsigned long n, bool unlimited)
+{
+	unsigned long idx = from_kuid(&init_user_ns, uid), used, max;
+	void *old;
+	int ret;
+
+	mutex_lock(&kml_user_lock);
+	old = xa_load(&kml_user_used, idx);
+	used = old ? xa_to_value(old) : 0;
+	max = READ_ONCE(user_pages);
+	if (!unlimited && (n > max || used > max - n))
+		ret = -ENOSPC;
+	else
+		ret = xa_err(xa_store(&kml_user_used, idx, xa_mk_value(used + n),
+				      GFP_KERNEL_ACCOUNT));
+	mutex_unlock(&kml_user_lock);
+	return ret;
+}
+
+static void kml_user_give(kuid_t uid, unsigned long n)
+{
+	unsigned long idx = from_kuid(&init_user_ns, uid), used;
+
+	mutex_lock(&kml_user_lock);
+	used = xa_to_value(xa_load(&kml_user_used, idx)) - n;
+	if (used)
+		/* The entry exists: replacing it allocates nothing. */
+		xa_store(&kml_user_used, idx, xa_mk_value(used), GFP_KERNEL);
+	else
+		xa_erase(&kml_user_used, idx);
+	mutex_unlock(&kml_user_lock);
 }
 
 static void kml_ring_free_pages(struct page **pages, unsigned int n, void *data)
@@ -267,9 +322,14 @@ static void kml_wake(struct kml_ring *r)
  * Each ring is written under its own lock with interrupts off for one
  * copy of at most %KML_RING_MAX_PAYLOAD bytes (and at most a quarter of
  * that ring); rings too small for the record are skipped. The cost of a
- * call grows with the number of rings, which the page budget bounds.
+ * call grows with the number of rings, which the page budgets bound: it
+ * is a walk of up to max_pages / 2 rings in one RCU read section, too
+ * long for hard interrupt context. Every ring gets every record, and any
+ * user may open a ring: write nothing a user may not see.
  *
- * Context: any context but NMI.
+ * Context: process or softirq context; not hardirq, not NMI, and not
+ * from a probe on anything this function calls (it would spin on the
+ * ring lock it already holds).
  * Return: number of rings written to (full rings count the record lost),
  * or -EINVAL for a reserved type or a payload over %KML_RING_MAX_PAYLOAD.
  */
@@ -443,6 +503,9 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	ret = kml_budget_take(n);
 	if (ret)
 		return ret;
+	ret = kml_user_take(r->uid, n, capable(CAP_IPC_LOCK));
+	if (ret)
+		goto unbudget_global;
 	ret = -ENOMEM;
 	/* _ACCOUNT: charged to the opener's memory cgroup. */
 	pages = kcalloc(n, sizeof(*pages), GFP_KERNEL_ACCOUNT);
@@ -484,6 +547,7 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	spin_unlock_irqrestore(&r->wlock, flags);
 	kml_ring_free_pages(old_pages, old_n, old_data);
 	kml_budget_give(old_n);
+	kml_user_give(r->uid, old_n);
 
 	if (!r->listed) {
 		mutex_lock(&kml_rings_mutex);
@@ -494,6 +558,8 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	return 0;
 
 unbudget:
+	kml_user_give(r->uid, n);
+unbudget_global:
 	kml_budget_give(n);
 	return ret;
 }
@@ -794,8 +860,22 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 	atomic_set(&r->read_waiters, 0);
 	atomic_set(&r->mapped, 0);
 	r->watermark = 1;
+	r->uid = current_uid();
 	file->private_data = r;
 	return 0;
+}
+
+static void kml_ring_free(struct kml_ring *r)
+{
+	kml_ring_free_pages(r->pages, r->pages ? r->npages + 1 : 0, r->data);
+	mutex_destroy(&r->lock);
+	mutex_destroy(&r->read_lock);
+	kfree(r);
+}
+
+static void kml_ring_free_work(struct work_struct *work)
+{
+	kml_ring_free(container_of(to_rcu_work(work), struct kml_ring, free_work));
 }
 
 /*
@@ -809,19 +889,29 @@ static int kml_ring_release(struct inode *inode, struct file *file)
 	mutex_lock(&r->lock);
 	kml_stop_locked(r);
 	mutex_unlock(&r->lock);
-	if (r->listed) {
-		mutex_lock(&kml_rings_mutex);
-		list_del_rcu(&r->node);
-		mutex_unlock(&kml_rings_mutex);
-		/* Let every kml_ring_write() that may still see it finish. */
-		synchronize_rcu();
-	}
-	kml_ring_free_pages(r->pages, r->pages ? r->npages + 1 : 0, r->data);
-	if (r->pages)
+	/*
+	 * The budgets count rings, not pages in flight: a closed ring's
+	 * pages go back at once, even though they are freed a grace period
+	 * later.
+	 */
+	if (r->pages) {
 		kml_budget_give(r->npages + 1);
-	mutex_destroy(&r->lock);
-	mutex_destroy(&r->read_lock);
-	kfree(r);
+		kml_user_give(r->uid, r->npages + 1);
+	}
+	if (!r->listed) {
+		kml_ring_free(r);
+		return 0;
+	}
+	mutex_lock(&kml_rings_mutex);
+	list_del_rcu(&r->node);
+	mutex_unlock(&kml_rings_mutex);
+	/*
+	 * A kml_ring_write() may still be writing to it: free it after a
+	 * grace period, in a worker (vunmap() sleeps, so not in an RCU
+	 * callback), rather than make every close() wait for one.
+	 */
+	INIT_RCU_WORK(&r->free_work, kml_ring_free_work);
+	queue_rcu_work(kml_ring_wq, &r->free_work);
 	return 0;
 }
 
@@ -839,7 +929,7 @@ static const struct file_operations kml_ring_fops = {
 
 /*
  * Rings are private to their opener: any user may have one, within the
- * page budget and its memory cgroup; only START needs CAP_SYS_ADMIN.
+ * page budgets and its memory cgroup; only START needs CAP_SYS_ADMIN.
  */
 static struct miscdevice kml_ring_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
@@ -852,21 +942,32 @@ static int __init kml_ring_init(void)
 {
 	int ret;
 
+	kml_ring_wq = alloc_workqueue("kml_ring_free", WQ_UNBOUND, 0);
+	if (!kml_ring_wq)
+		return -ENOMEM;
 	kml_ring_stats = kml_stats_register("kml_ring", kml_ring_stats_desc,
 					    ARRAY_SIZE(kml_ring_stats_desc));
-	if (IS_ERR(kml_ring_stats))
+	if (IS_ERR(kml_ring_stats)) {
+		destroy_workqueue(kml_ring_wq);
 		return PTR_ERR(kml_ring_stats);
+	}
 	ret = misc_register(&kml_ring_misc);
-	if (ret)
+	if (ret) {
 		kml_stats_unregister(kml_ring_stats);
+		destroy_workqueue(kml_ring_wq);
+	}
 	return ret;
 }
 
 static void __exit kml_ring_exit(void)
 {
-	/* Open files and mappings pin the module: no ring is left. */
+	/* Open files and mappings pin the module: no ring is open. */
 	misc_deregister(&kml_ring_misc);
+	/* Closed rings may still wait for their grace period: free them. */
+	rcu_barrier();
+	destroy_workqueue(kml_ring_wq);
 	kml_stats_unregister(kml_ring_stats);
+	xa_destroy(&kml_user_used);
 }
 
 module_init(kml_ring_init);

@@ -718,6 +718,53 @@ TEST(page_budget_is_shared_by_all_rings)
 	ASSERT_EQ(0, reload_ring());
 }
 
+/*
+ * One user cannot take the module-wide budget from everyone else: each
+ * user has user_pages of it, a limit CAP_IPC_LOCK lifts (root here).
+ */
+TEST(one_user_cannot_take_the_whole_budget)
+{
+	int ready[2], done[2], status, fd;
+	char r = 99;
+	pid_t pid;
+
+	ASSERT_EQ(0, reload_ring_with("max_pages=32 user_pages=6"));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int a = open(DEV, O_RDWR), b = open(DEV, O_RDWR);
+
+		r = 0;
+		if (a < 0 || b < 0 || become_nobody())
+			r = 10;
+		else if (set_size(a, 4))	/* 5 of nobody's 6 pages */
+			r = 11;
+		else if (set_size(b, 1) != -ENOSPC)	/* 2 more: too many */
+			r = 12;
+		/* Hold the rings while the parent tries for its own. */
+		if (write(ready[1], &r, 1) != 1 || read(done[0], &r, 1) != 1)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &r, 1));
+	EXPECT_EQ(0, r) TH_LOG("nobody's rings: step %d failed", r);
+	fd = open(DEV, O_RDWR);
+	ASSERT_GE(fd, 0);
+	/* 17 pages: more than user_pages, and room left in max_pages. */
+	EXPECT_EQ(0, set_size(fd, 16));
+	close(fd);
+	ASSERT_EQ(1, write(done[1], &r, 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(ready[0]);
+	close(ready[1]);
+	close(done[0]);
+	close(done[1]);
+	ASSERT_EQ(0, reload_ring());
+}
+
 struct blocked {
 	int fd;
 	int use_poll;
