@@ -68,6 +68,7 @@ u64 kml_stats_read(struct kml_stats_set *set, unsigned int id);
 void kml_stats_reset(struct kml_stats_set *set);
 void kml_stats_on_reset(struct kml_stats_set *set, void (*fn)(void *data),
 			void *data);
+void kml_stats_without_resets(void (*fn)(void *data), void *data);
 int kml_stats_hist_read(struct kml_stats_set *set, unsigned int id,
 			struct kml_stats_hist *out);
 

@@ -566,10 +566,23 @@ static void kml_fill_result(struct kml_fn *fn, struct kml_probe_result *r,
 	 * shown to the administrator only, like %p's hashing and
 	 * kptr_restrict do for the rest of the kernel.
 	 */
-	if (capable(CAP_SYS_ADMIN))
+	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
 		kml_read_last(fn, r);
 	else
 		r->state |= KML_PROBE_S_REDACTED;
+}
+
+struct kml_fill {
+	struct kml_fn *fn;
+	struct kml_probe_result *r;
+	struct kml_stats_hist *h;
+};
+
+static void kml_fill_cb(void *data)
+{
+	struct kml_fill *f = data;
+
+	kml_fill_result(f->fn, f->r, f->h);
 }
 
 static int kml_ioc_get(void __user *ur, unsigned int usize)
@@ -594,8 +607,15 @@ static int kml_ioc_get(void __user *ur, unsigned int usize)
 	memset((char *)r + sizeof(r->func), 0, sizeof(*r) - sizeof(r->func));
 	mutex_lock(&kml_probe_lock);
 	fn = kml_find_locked(r->func, NULL);
-	if (fn)
-		kml_fill_result(fn, r, h);
+	if (fn) {
+		struct kml_fill f = { .fn = fn, .r = r, .h = h };
+
+		/*
+		 * Every value subtracts a reset's baseline: read them all
+		 * where no reset (RESET, or the control file) can land.
+		 */
+		kml_stats_without_resets(kml_fill_cb, &f);
+	}
 	mutex_unlock(&kml_probe_lock);
 	ret = -ENOENT;
 	if (!fn)

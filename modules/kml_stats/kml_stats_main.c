@@ -322,6 +322,28 @@ int kml_stats_hist_read(struct kml_stats_set *set, unsigned int id,
 }
 EXPORT_SYMBOL_GPL(kml_stats_hist_read);
 
+/**
+ * kml_stats_without_resets() - read several values on one side of a reset
+ * @fn: called with resets held off
+ * @data: for @fn
+ *
+ * A value read with kml_stats_read() or kml_stats_hist_read() is the sum
+ * over CPUs minus the baseline the last reset took: a reset that lands
+ * between the two would make it wrap below zero, and one between two
+ * reads would mix values from before and after it. @fn runs where no
+ * reset can land, and so does every set's on_reset hook's state.
+ *
+ * Context: process context; @fn must not call back into kml_stats'
+ * registration or reset functions.
+ */
+void kml_stats_without_resets(void (*fn)(void *data), void *data)
+{
+	mutex_lock(&kml_lock);
+	fn(data);
+	mutex_unlock(&kml_lock);
+}
+EXPORT_SYMBOL_GPL(kml_stats_without_resets);
+
 static void kml_reset_locked(struct kml_stats_set *set)
 {
 	unsigned int slot;

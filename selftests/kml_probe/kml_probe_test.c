@@ -366,6 +366,74 @@ TEST_F(probe, control_file_reset_is_one_operation)
 	}
 }
 
+struct reset_racer {
+	int fd;
+	atomic_int stop;
+	atomic_long calls, resets;
+};
+
+static void *calls_with_misses(void *arg)
+{
+	struct reset_racer *rr = arg;
+
+	/* depth 4 with maxactive 1: every call also makes misses */
+	while (!atomic_load(&rr->stop))
+		if (!call(rr->fd, 1, 5, 4, 0))
+			atomic_fetch_add(&rr->calls, 1);
+	return NULL;
+}
+
+static void *control_resets(void *arg)
+{
+	struct reset_racer *rr = arg;
+
+	while (!atomic_load(&rr->stop))
+		if (!write_file("/proc/kmodlab/control", "reset kp." TARGET "\n"))
+			atomic_fetch_add(&rr->resets, 1);
+	return NULL;
+}
+
+/*
+ * GET subtracts a reset's baselines: a control-file reset landing in the
+ * middle of one must not make a count wrap below zero.
+ */
+TEST_F_TIMEOUT(probe, get_racing_control_file_resets_never_wraps, 300)
+{
+	struct kml_probe_attach a = { .func = TARGET, .maxactive = 1 };
+	struct reset_racer rr = { .fd = self->fd };
+	const uint64_t insane = 1ULL << 62;
+	long gets = 0, bad = 0;
+	struct kml_probe_result r;
+	pthread_t th[2];
+	double end;
+
+	ASSERT_EQ(0, attach_cfg(self->fd, &a));
+	ASSERT_EQ(0, pthread_create(&th[0], NULL, calls_with_misses, &rr));
+	ASSERT_EQ(0, pthread_create(&th[1], NULL, control_resets, &rr));
+	end = now_s() + 240;
+	/* Enough of each however slow the kernel: the cap only ends a hang. */
+	while ((gets < 20000 || atomic_load(&rr.resets) < 2000 ||
+		atomic_load(&rr.calls) < 2000) && now_s() < end) {
+		ASSERT_EQ(0, get(self->fd, TARGET, &r));
+		gets++;
+		if (r.count > insane || r.sum_ns > insane || r.nmissed > insane) {
+			if (!bad++)
+				TH_LOG("wrapped: count %llu sum %llu nmissed %llu",
+				       (unsigned long long)r.count,
+				       (unsigned long long)r.sum_ns,
+				       (unsigned long long)r.nmissed);
+		}
+	}
+	atomic_store(&rr.stop, 1);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	TH_LOG("%ld GETs, %ld resets, %ld calls, %ld wrapped", gets,
+	       atomic_load(&rr.resets), atomic_load(&rr.calls), bad);
+	ASSERT_EQ(0, bad);
+	if (gets < 20000 || atomic_load(&rr.resets) < 2000 || atomic_load(&rr.calls) < 2000)
+		SKIP(return, "too slow to judge: the 240 s cap came first");
+}
+
 TEST_F(probe, argument_and_return_capture)
 {
 	struct kml_probe_result r;
