@@ -169,6 +169,8 @@ TEST_F(dev, get_info)
 	ASSERT_EQ(0, ioctl(self->fd, KML_SENSOR_IOC_GET_INFO_V1, &info));
 	EXPECT_EQ(KML_SENSOR_ABI_VERSION, info.abi_version);
 	EXPECT_EQ(NCH, info.nchannels);
+	EXPECT_EQ(-1, ioctl(self->fd, _IOWR(KML_SENSOR_IOC_MAGIC, 0x00, __u32), &info));
+	EXPECT_EQ(EINVAL, errno);
 }
 
 TEST_F(dev, read_each_channel)
@@ -510,8 +512,8 @@ TEST_F(dev, unknown_commands_are_enotty)
 		_IO(KML_SENSOR_IOC_MAGIC, 0x09),
 		_IO(KML_SENSOR_IOC_MAGIC, 0x0f),
 		_IO('T', 0x01),
-		/* right number, wrong size or direction */
-		_IOWR(KML_SENSOR_IOC_MAGIC, 0x00, __u32),
+		/* right number, wrong direction */
+		_IOW(KML_SENSOR_IOC_MAGIC, 0x00, struct kml_sensor_info),
 		_IOR(KML_SENSOR_IOC_MAGIC, 0x01, struct kml_sensor_reading),
 		_IOW(KML_SENSOR_IOC_MAGIC, 0x03, __u32),
 		_IOW(KML_SENSOR_IOC_MAGIC, 0x08, __u32),
@@ -519,8 +521,6 @@ TEST_F(dev, unknown_commands_are_enotty)
 		_IOR(KML_SENSOR_IOC_MAGIC, 0x03, __u64),
 		_IOW(KML_SENSOR_IOC_MAGIC, 0x04, __u16),
 		_IOC(_IOC_NONE, KML_SENSOR_IOC_MAGIC, 0x08, 4),
-		/* ABI 1's GET_INFO (read-write): an old client learns it is old */
-		_IOWR(KML_SENSOR_IOC_MAGIC, 0x00, struct kml_sensor_info),
 		0,
 	};
 	char buf[512] = { 0 };
