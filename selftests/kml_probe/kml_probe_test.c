@@ -139,6 +139,12 @@ static int kmsg_count(const char *needle)
 	return atoi(out);
 }
 
+/*
+ * Every test of this fixture gets 300 s: the harness time-out only
+ * catches hangs, and a debug kernel under TCG on a busy host takes
+ * seconds per client run, or per round of the loops that call until they
+ * have enough samples.
+ */
 FIXTURE(probe) {
 	int fd;
 };
@@ -156,7 +162,7 @@ FIXTURE_TEARDOWN(probe)
 		close(self->fd);
 }
 
-TEST_F(probe, attach_detach_lifecycle)
+TEST_F_TIMEOUT(probe, attach_detach_lifecycle, 300)
 {
 	struct kml_probe_list l;
 	struct kml_probe_result r;
@@ -187,7 +193,7 @@ TEST_F(probe, attach_detach_lifecycle)
 	ASSERT_EQ(0, detach(self->fd, TARGET));
 }
 
-TEST_F(probe, counts_are_exact)
+TEST_F_TIMEOUT(probe, counts_are_exact, 300)
 {
 	struct kml_probe_result r;
 
@@ -235,7 +241,7 @@ static int bucket20_has_16(const struct kml_probe_result *r)
 	return r->hist[20] >= 16;
 }
 
-TEST_F(probe, known_duration_lands_in_its_bucket)
+TEST_F_TIMEOUT(probe, known_duration_lands_in_its_bucket, 300)
 {
 	const uint64_t delay = 700000;	/* mid-bucket 20: [524288, 1048575] */
 	struct kml_probe_result r;
@@ -264,7 +270,7 @@ static int buckets_18_to_20_have_7(const struct kml_probe_result *r)
 	return r->hist[18] >= 7 && r->hist[19] >= 7 && r->hist[20] >= 7;
 }
 
-TEST_F(probe, nested_calls_each_get_their_own_start)
+TEST_F_TIMEOUT(probe, nested_calls_each_get_their_own_start, 300)
 {
 	const uint64_t delay = 200000;	/* 200, 400, 600 us: buckets 18, 19, 20 */
 	struct kml_probe_result r;
@@ -284,7 +290,7 @@ TEST_F(probe, nested_calls_each_get_their_own_start)
 		       (unsigned long long)r.hist[19], (unsigned long long)r.hist[20]);
 }
 
-TEST_F(probe, maxactive_exhaustion_is_reported)
+TEST_F_TIMEOUT(probe, maxactive_exhaustion_is_reported, 300)
 {
 	struct kml_probe_attach a = { .func = TARGET, .maxactive = 1 };
 	struct kml_probe_result r;
@@ -312,7 +318,7 @@ TEST_F(probe, maxactive_exhaustion_is_reported)
  * probe's kp.nmissed (a plain kprobe there shows the same number). It
  * used to be reported as 0 calls, 0 missed.
  */
-TEST_F(probe, recursion_misses_are_reported)
+TEST_F_TIMEOUT(probe, recursion_misses_are_reported, 300)
 {
 	const char *inner = "kml_stats_hist_add";
 	struct kml_probe_result r;
@@ -337,7 +343,7 @@ TEST_F(probe, recursion_misses_are_reported)
 }
 
 /* "reset kp.<func>" on the control file resets the probe as RESET does. */
-TEST_F(probe, control_file_reset_is_one_operation)
+TEST_F_TIMEOUT(probe, control_file_reset_is_one_operation, 300)
 {
 	static const char *const cmds[] = { "reset kp." TARGET "\n", "reset\n" };
 	struct kml_probe_attach a = { .func = TARGET, .maxactive = 1 };
@@ -434,7 +440,7 @@ TEST_F_TIMEOUT(probe, get_racing_control_file_resets_never_wraps, 300)
 		SKIP(return, "too slow to judge: the 240 s cap came first");
 }
 
-TEST_F(probe, argument_and_return_capture)
+TEST_F_TIMEOUT(probe, argument_and_return_capture, 300)
 {
 	struct kml_probe_result r;
 
@@ -452,7 +458,7 @@ TEST_F(probe, argument_and_return_capture)
 	EXPECT_EQ(0, r.last_lost);
 }
 
-TEST_F(probe, argument_filter)
+TEST_F_TIMEOUT(probe, argument_filter, 300)
 {
 	struct kml_probe_attach a = {
 		.func = TARGET, .flags = KML_PROBE_F_ARG, .arg_index = 0,
@@ -494,7 +500,7 @@ static void *tgid_attach_in_thread(void *arg)
 	return NULL;
 }
 
-TEST_F(probe, pid_and_tgid_filters)
+TEST_F_TIMEOUT(probe, pid_and_tgid_filters, 300)
 {
 	struct kml_probe_attach a = {
 		.func = TARGET, .flags = KML_PROBE_F_PID, .pid = gettid(),
@@ -547,7 +553,7 @@ TEST_F(probe, pid_and_tgid_filters)
  * caller is 1 (its global PID is something else, and global PID 1 is
  * init). The old code compared global PIDs with it and measured nothing.
  */
-TEST_F(probe, pid_filter_in_a_new_pid_namespace)
+TEST_F_TIMEOUT(probe, pid_filter_in_a_new_pid_namespace, 300)
 {
 	pid_t child;
 	int status;
@@ -601,7 +607,7 @@ TEST_F(probe, pid_filter_in_a_new_pid_namespace)
 	}
 }
 
-TEST_F(probe, count_only_kprobe)
+TEST_F_TIMEOUT(probe, count_only_kprobe, 300)
 {
 	struct kml_probe_result r;
 
@@ -613,7 +619,7 @@ TEST_F(probe, count_only_kprobe)
 	EXPECT_EQ(KML_PROBE_F_COUNT_ONLY, r.flags);
 }
 
-TEST_F(probe, errors)
+TEST_F_TIMEOUT(probe, errors, 300)
 {
 	struct kml_probe_attach a;
 	struct kml_probe_result r;
@@ -702,7 +708,7 @@ static unsigned long resized(unsigned long cmd, size_t size)
 }
 
 /* The extensible-struct rules of kml_ioctl.h, for each struct. */
-TEST_F(probe, ioctl_struct_sizes)
+TEST_F_TIMEOUT(probe, ioctl_struct_sizes, 300)
 {
 	static union {
 		struct kml_probe_attach a;
@@ -775,7 +781,7 @@ static const char *const candidates[] = {
 	"proc_reg_open", "single_open", "seq_open", "vfs_llseek",
 };
 
-TEST_F(probe, too_many_is_enospc)
+TEST_F_TIMEOUT(probe, too_many_is_enospc, 300)
 {
 	unsigned int n = 0, i;
 
@@ -797,7 +803,7 @@ TEST_F(probe, too_many_is_enospc)
  * arguments and return values (kernel pointers, heap addresses), which
  * every user could read before. Changing anything needs CAP_SYS_ADMIN.
  */
-TEST_F(probe, unprivileged_sees_no_captured_values)
+TEST_F_TIMEOUT(probe, unprivileged_sees_no_captured_values, 300)
 {
 	struct kml_probe_result r;
 	pid_t pid;
@@ -860,7 +866,7 @@ TEST_F(probe, unprivileged_sees_no_captured_values)
  * reload used to trip WARN_ON_ONCE in kprobes' reuse_unused_kprobe()
  * (an optimized probe retired lazily outlived its module).
  */
-TEST_F(probe, probed_module_unloaded_is_gone)
+TEST_F_TIMEOUT(probe, probed_module_unloaded_is_gone, 300)
 {
 	int warnings = kmsg_count("WARNING");
 	const struct kml_probe_list_entry *e;
@@ -984,7 +990,7 @@ TEST_F_TIMEOUT(probe, attach_right_after_detach_never_eexist, 180)
  * "foo.cold" is where GCC puts foo's unlikely paths, reached by a jump:
  * a kretprobe there would hijack a return address that is not there.
  */
-TEST_F(probe, cold_part_is_not_a_function_entry)
+TEST_F_TIMEOUT(probe, cold_part_is_not_a_function_entry, 300)
 {
 	char line[512], sym[KML_PROBE_FUNC_LEN] = "";
 	FILE *f = fopen("/proc/kallsyms", "r");
@@ -1050,7 +1056,7 @@ TEST(rmmod_with_probes_attached)
 
 #define CLIENT(fmt, ...) KML_CLIENT("kml-probe", fmt, ##__VA_ARGS__)
 
-TEST_F(probe, client)
+TEST_F_TIMEOUT(probe, client, 300)
 {
 	char cmd[4300], out[16384];
 	int i;

@@ -152,6 +152,7 @@ static int check_sample(const struct kml_ring_rec *rec, void *arg)
 	return 0;
 }
 
+/* 300 s each: the harness time-out only catches hangs (see kml_probe_test). */
 FIXTURE(ring) {
 	struct kml_ring_user r;
 };
@@ -167,7 +168,7 @@ FIXTURE_TEARDOWN(ring)
 	kml_ring_user_close(&self->r);
 }
 
-TEST_F(ring, bad_mmap_and_ioctl_arguments)
+TEST_F_TIMEOUT(ring, bad_mmap_and_ioctl_arguments, 300)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	int fd = open(DEV, O_RDWR);
@@ -311,7 +312,7 @@ TEST_F_TIMEOUT(ring, producer_on_another_cpu, 300)
 	integrity(_metadata, &self->r, 128, 300000, 100, 1);
 }
 
-TEST_F(ring, lost_count_exact_when_the_consumer_stalls)
+TEST_F_TIMEOUT(ring, lost_count_exact_when_the_consumer_stalls, 300)
 {
 	struct check c = { 0 };
 	long pg = sysconf(_SC_PAGESIZE);
@@ -332,7 +333,7 @@ TEST_F(ring, lost_count_exact_when_the_consumer_stalls)
 	EXPECT_EQ(cap, c.next_seq);
 }
 
-TEST_F(ring, poll_watermark)
+TEST_F_TIMEOUT(ring, poll_watermark, 300)
 {
 	struct pollfd p;
 	uint64_t wm = 1024, avail;
@@ -379,7 +380,7 @@ static uint64_t stat_value(const char *name)
 	return v;
 }
 
-TEST_F(ring, wakeups_follow_the_watermark_not_the_records)
+TEST_F_TIMEOUT(ring, wakeups_follow_the_watermark_not_the_records, 300)
 {
 	uint64_t wm = 8192, w0, r0, records, wakeups;
 	struct check c = { 0 };
@@ -408,7 +409,7 @@ TEST_F(ring, wakeups_follow_the_watermark_not_the_records)
 	EXPECT_EQ(0, c.bad);
 }
 
-TEST_F(ring, read_copies_the_same_records)
+TEST_F_TIMEOUT(ring, read_copies_the_same_records, 300)
 {
 	struct kml_ring_ctrl *ctrl;
 	struct kml_ring_rec *rec;
@@ -459,7 +460,7 @@ TEST_F(ring, read_copies_the_same_records)
 	close(fd);
 }
 
-TEST_F(ring, api_writes_reach_every_ring)
+TEST_F_TIMEOUT(ring, api_writes_reach_every_ring, 300)
 {
 	struct kml_ring_user other = { .fd = -1 };
 	uint64_t seen[2] = { 0, 0 };
@@ -496,7 +497,7 @@ TEST_F(ring, api_writes_reach_every_ring)
 	kml_ring_user_close(&other);
 }
 
-TEST_F(ring, fork_with_a_live_mapping)
+TEST_F_TIMEOUT(ring, fork_with_a_live_mapping, 300)
 {
 	struct check c = { 0 };
 	pid_t pid;
@@ -609,7 +610,7 @@ static void consume_api(struct __test_metadata *_metadata, struct kml_ring_user 
 }
 
 /* Item 1: kml_ring_write() dereferenced an unsized ring's NULL control page. */
-TEST_F(ring, api_write_skips_unsized_rings)
+TEST_F_TIMEOUT(ring, api_write_skips_unsized_rings, 300)
 {
 	char buf[64];
 	uint64_t seen = 0;
@@ -632,7 +633,7 @@ TEST_F(ring, api_write_skips_unsized_rings)
 }
 
 /* Item 2: START ran an unbounded kernel thread for any user. */
-TEST_F(ring, unprivileged_users_cannot_start_the_producer)
+TEST_F_TIMEOUT(ring, unprivileged_users_cannot_start_the_producer, 300)
 {
 	pid_t pid = fork();
 	int status;
@@ -817,7 +818,7 @@ static pid_t tid_of(struct blocked *b)
 }
 
 /* Item 3: a blocked read() slept on below the watermark with data there. */
-TEST_F(ring, blocked_read_wakes_for_one_record_below_the_watermark)
+TEST_F_TIMEOUT(ring, blocked_read_wakes_for_one_record_below_the_watermark, 300)
 {
 	struct blocked b = { .count = 8192 };
 	uint64_t wm = 4096;
@@ -846,7 +847,7 @@ TEST_F(ring, blocked_read_wakes_for_one_record_below_the_watermark)
 }
 
 /* Item 3: a poller that slept before the ring was sized is woken after. */
-TEST_F(ring, poll_from_before_sizing_is_woken)
+TEST_F_TIMEOUT(ring, poll_from_before_sizing_is_woken, 300)
 {
 	struct blocked b = { .use_poll = 1 };
 	pthread_t t;
@@ -867,7 +868,7 @@ TEST_F(ring, poll_from_before_sizing_is_woken)
 }
 
 /* Item 3: edge-triggered epoll gets an event at every crossing. */
-TEST_F(ring, edge_triggered_epoll_sees_every_crossing)
+TEST_F_TIMEOUT(ring, edge_triggered_epoll_sees_every_crossing, 300)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	uint64_t wm = 1024;
@@ -895,7 +896,7 @@ TEST_F(ring, edge_triggered_epoll_sees_every_crossing)
 }
 
 /* Item 4: a watermark the ring could never reach was accepted or kept. */
-TEST_F(ring, watermark_is_always_reachable)
+TEST_F_TIMEOUT(ring, watermark_is_always_reachable, 300)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	struct kml_ring_ctrl *ctrl;
@@ -1170,7 +1171,7 @@ TEST_F_TIMEOUT(ring, api_writes_during_a_slow_fill, 300)
 }
 
 /* ABI: START's struct is extensible, its size taken from the ioctl number. */
-TEST_F(ring, start_struct_size_from_the_ioctl_number)
+TEST_F_TIMEOUT(ring, start_struct_size_from_the_ioctl_number, 300)
 {
 	struct {
 		struct kml_ring_produce p;
