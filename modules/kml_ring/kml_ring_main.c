@@ -431,10 +431,15 @@ static int kml_producer(void *arg)
 			continue;
 		}
 		kml_emit_sample(r, seq++, r->prod.record_size);
-		if (!period) {
-			cond_resched();
+		/*
+		 * Every record, not only when there is time to spare: a
+		 * producer that cannot keep up with its rate (a slow kernel,
+		 * a large record) would otherwise never give up the CPU on a
+		 * kernel without preemption.
+		 */
+		cond_resched();
+		if (!period)
 			continue;
-		}
 		/* Catch up in a burst rather than drift when we were late. */
 		next += period;
 		if (next > ktime_get_ns()) {

@@ -1170,6 +1170,27 @@ TEST_F_TIMEOUT(ring, api_writes_during_a_slow_fill, 300)
 	EXPECT_EQ(m.samples + m.api, self->r.ctrl->produced);
 }
 
+/*
+ * A producer that is always late (a rate it cannot keep up with) must
+ * still give up its CPU: on a kernel without preemption, a test thread
+ * pinned to the same CPU would otherwise never run again (found by the
+ * KCSAN kernel, where filling a record is slow: an RCU stall).
+ */
+TEST_F_TIMEOUT(ring, producer_behind_its_rate_still_yields, 300)
+{
+	cpu_set_t set;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 64));
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	/* 64 KiB records at a million a second: never on time. */
+	ASSERT_EQ(0, start(self->r.fd, 65536, 1000000, 0, 0));
+	usleep(500000);		/* runs only if the producer yields */
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	EXPECT_GT(self->r.ctrl->produced + self->r.ctrl->lost, 0);
+}
+
 /* ABI: START's struct is extensible, its size taken from the ioctl number. */
 TEST_F_TIMEOUT(ring, start_struct_size_from_the_ioctl_number, 300)
 {
