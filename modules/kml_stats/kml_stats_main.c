@@ -263,13 +263,23 @@ void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val)
 }
 EXPORT_SYMBOL_GPL(kml_stats_hist_add);
 
+/*
+ * Another CPU's counter, which that CPU may be adding to right now with
+ * this_cpu_add(): a marked read of a value that may be one update old,
+ * the accepted way to sum per-CPU statistics (KCSAN is told: data_race()).
+ */
+static u64 kml_slot_read(struct kml_stats_set *set, unsigned int slot, int cpu)
+{
+	return data_race(READ_ONCE(*per_cpu_ptr(&set->slots[slot], cpu)));
+}
+
 static u64 kml_slot_sum(struct kml_stats_set *set, unsigned int slot)
 {
 	u64 sum = 0;
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		sum += *per_cpu_ptr(&set->slots[slot], cpu);
+		sum += kml_slot_read(set, slot, cpu);
 	return sum - READ_ONCE(set->base[slot]);
 }
 
@@ -354,7 +364,7 @@ static void kml_reset_locked(struct kml_stats_set *set)
 	for (slot = 0; slot < set->nslots; slot++) {
 		sum = 0;
 		for_each_possible_cpu(cpu)
-			sum += *per_cpu_ptr(&set->slots[slot], cpu);
+			sum += kml_slot_read(set, slot, cpu);
 		WRITE_ONCE(set->base[slot], sum);
 	}
 	if (set->on_reset)
