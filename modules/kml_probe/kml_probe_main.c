@@ -242,9 +242,11 @@ static struct kprobe *kml_fn_kprobe(struct kml_fn *fn)
  */
 static u64 kml_fn_nmissed(struct kml_fn *fn)
 {
+	/* kprobes' plain ++ of a statistic: see above */
 	u64 n = data_race(READ_ONCE(kml_fn_kprobe(fn)->nmissed));
 
 	if (!(fn->cfg.flags & KML_PROBE_F_COUNT_ONLY))
+		/* the same for the kretprobe's instances */
 		n += data_race(READ_ONCE(fn->krp.nmissed));
 	return n;
 }

@@ -270,6 +270,7 @@ EXPORT_SYMBOL_GPL(kml_stats_hist_add);
  */
 static u64 kml_slot_read(struct kml_stats_set *set, unsigned int slot, int cpu)
 {
+	/* racing this_cpu_add() on that CPU: one update old at worst */
 	return data_race(READ_ONCE(*per_cpu_ptr(&set->slots[slot], cpu)));
 }
 
