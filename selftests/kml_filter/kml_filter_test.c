@@ -1379,11 +1379,18 @@ TEST_F_TIMEOUT(filter, client_32bit, 120)
 	EXPECT_EQ(0, CLIENT32("--json list"));
 	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"packets\":3,\"bytes\":384}"))
 		TH_LOG("%s", out);
-	/* what the 64-bit client sees, byte for byte */
+	/*
+	 * What the 64-bit client sees, byte for byte, from the rule table
+	 * on: the policy's own counters in the first line may move between
+	 * the two runs (the guest's IPv6 neighbour discovery, for one).
+	 */
 	EXPECT_EQ(0, CLIENT("list -v"));
 	memcpy(out64, out, sizeof(out));
 	EXPECT_EQ(0, CLIENT32("list -v"));
-	EXPECT_STREQ(out64, out);
+	ASSERT_NE(NULL, strchr(out64, '\n'));
+	ASSERT_NE(NULL, strchr(out, '\n'));
+	EXPECT_STREQ(strchr(out64, '\n'), strchr(out, '\n'));
+	EXPECT_EQ(0, strncmp(out64, out, strlen("policy drop ("))) TH_LOG("%s", out);
 
 	f = fopen(file, "w");
 	ASSERT_NE(NULL, f);
