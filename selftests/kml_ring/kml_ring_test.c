@@ -460,38 +460,43 @@ TEST_F_TIMEOUT(ring, read_copies_the_same_records, 300)
 	close(fd);
 }
 
+/* Reads and consumes kml_ring_apitest's records, numbered from *@seen. */
+static void consume_api(struct __test_metadata *_metadata, struct kml_ring_user *r,
+			uint64_t *seen)
+{
+	uint64_t head = __atomic_load_n(&r->ctrl->head, __ATOMIC_ACQUIRE);
+	uint64_t pos = r->ctrl->tail;
+
+	while (pos < head) {
+		const struct kml_ring_rec *rec = (const void *)(r->data + (pos & (r->size - 1)));
+		const uint64_t *w = (const void *)(rec + 1);
+		uint32_t sz;
+
+		ASSERT_EQ(0, kml_ring_next(r->data, r->size, pos, head, &sz));
+		if (rec->type != KML_RING_REC_PAD) {
+			EXPECT_EQ(KML_RING_REC_USER_BASE + 1, rec->type);
+			EXPECT_EQ(*seen, w[0]);
+			EXPECT_EQ(sizeof(*rec) + (3 + *seen % 3) * 8, rec->size);
+			EXPECT_EQ(*seen * 1000 + 2, w[2]);
+			(*seen)++;
+		}
+		pos += sz;
+	}
+	__atomic_store_n(&r->ctrl->tail, pos, __ATOMIC_RELEASE);
+}
+
 TEST_F_TIMEOUT(ring, api_writes_reach_every_ring, 300)
 {
 	struct kml_ring_user other = { .fd = -1 };
 	uint64_t seen[2] = { 0, 0 };
-	int i;
 
 	ASSERT_EQ(0, kml_ring_user_open(&self->r, 4));
 	ASSERT_EQ(0, kml_ring_user_open(&other, 1));
 	kml_unload("kml_ring_apitest");
 	ASSERT_EQ(0, kml_load("modules/tests/kml_ring_apitest.ko", "records=40"));
 	ASSERT_EQ(0, kml_unload("kml_ring_apitest"));
-	for (i = 0; i < 2; i++) {
-		struct kml_ring_user *r = i ? &other : &self->r;
-		uint64_t head = __atomic_load_n(&r->ctrl->head, __ATOMIC_ACQUIRE);
-		uint64_t pos = r->ctrl->tail;
-
-		while (pos < head) {
-			const struct kml_ring_rec *rec = (const void *)(r->data + (pos & (r->size - 1)));
-			const uint64_t *w = (const void *)(rec + 1);
-			uint32_t sz;
-
-			ASSERT_EQ(0, kml_ring_next(r->data, r->size, pos, head, &sz));
-			if (rec->type != KML_RING_REC_PAD) {
-				EXPECT_EQ(KML_RING_REC_USER_BASE + 1, rec->type);
-				EXPECT_EQ(seen[i], w[0]);
-				EXPECT_EQ(sizeof(*rec) + (3 + seen[i] % 3) * 8, rec->size);
-				EXPECT_EQ(seen[i] * 1000 + 2, w[2]);
-				seen[i]++;
-			}
-			pos += sz;
-		}
-	}
+	consume_api(_metadata, &self->r, &seen[0]);
+	consume_api(_metadata, &other, &seen[1]);
 	EXPECT_EQ(40, seen[0]);
 	EXPECT_EQ(40, seen[1]);
 	kml_ring_user_close(&other);
@@ -585,29 +590,6 @@ TEST(munmap_close_rmmod_orders)
 }
 
 /* ---- hardening: each test below failed on the module before its fix ---- */
-
-static void consume_api(struct __test_metadata *_metadata, struct kml_ring_user *r,
-			uint64_t *seen)
-{
-	uint64_t head = __atomic_load_n(&r->ctrl->head, __ATOMIC_ACQUIRE);
-	uint64_t pos = r->ctrl->tail;
-
-	while (pos < head) {
-		const struct kml_ring_rec *rec = (const void *)(r->data + (pos & (r->size - 1)));
-		const uint64_t *w = (const void *)(rec + 1);
-		uint32_t sz;
-
-		ASSERT_EQ(0, kml_ring_next(r->data, r->size, pos, head, &sz));
-		if (rec->type != KML_RING_REC_PAD) {
-			EXPECT_EQ(KML_RING_REC_USER_BASE + 1, rec->type);
-			EXPECT_EQ(*seen, w[0]);
-			EXPECT_EQ(*seen * 1000 + 2, w[2]);
-			(*seen)++;
-		}
-		pos += sz;
-	}
-	__atomic_store_n(&r->ctrl->tail, pos, __ATOMIC_RELEASE);
-}
 
 /* Item 1: kml_ring_write() dereferenced an unsized ring's NULL control page. */
 TEST_F_TIMEOUT(ring, api_write_skips_unsized_rings, 300)
