@@ -45,6 +45,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 .PHONY: all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install dkms-install check-all check-stock check-loaded \
+	lab lab-list lab-build grade lab-check \
 	clean distclean
 
 all: modules userspace selftests hosttests
@@ -59,6 +60,7 @@ help:
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios'
 	@echo 'make vm         interactive guest shell with the modules built'
+	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, for the running kernel'
@@ -259,6 +261,27 @@ check-stock:
 
 lint:
 	$(TOP)/scripts/lint.sh
+
+# ---- workshop labs (labs/README.md) ----
+# make lab LAB=<name> [STEP=n] [DIR=work/<name>] [FORCE=1]: a student tree
+# make grade LAB=<name> [DIR=…]: build it, run its graded selftests, score
+LAB_PY = $(TOP)/scripts/lab.py
+lab-list:
+	@$(LAB_PY) list
+
+lab: userspace
+	@$(LAB_PY) gen $(or $(LAB),$(error LAB=<name>: see make lab-list)) \
+		--step $(or $(STEP),1) $(if $(DIR),--dir $(DIR)) $(if $(FORCE),--force)
+
+lab-build: $(KDIR_DEP)
+	@$(LAB_PY) build $(LAB) $(if $(DIR),--dir $(DIR))
+
+grade: $(KDIR_DEP) userspace selftests
+	@$(LAB_PY) grade $(LAB) $(if $(DIR),--dir $(DIR))
+
+# every step of every lab is real (part of make check)
+lab-check: $(KDIR_DEP) userspace selftests
+	$(LAB_PY) check $(if $(LAB),--only $(LAB))
 
 demo:
 	$(TOP)/scripts/demo.sh

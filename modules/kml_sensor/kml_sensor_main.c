@@ -257,9 +257,13 @@ static int kml_ioc_info(void __user *up, size_t usize)
 		.queue_len = KML_SENSOR_QUEUE_LEN,
 	};
 
+	/* LAB sensor 1: refuse a struct older than ABI 1 with -EINVAL, then
+	 * copy @info out with kml_copy_struct_out().
+	 */
 	if (usize < KML_SENSOR_INFO_SIZE_VER0)
 		return -EINVAL;
 	return kml_copy_struct_out(up, usize, &info, sizeof(info));
+	/* LAB sensor 1 end: return -ENOTTY; */
 }
 
 static void kml_reading_locked(unsigned int ch, struct kml_sensor_reading *r)

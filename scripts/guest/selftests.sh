@@ -26,7 +26,7 @@ tap=${KMODLAB_OUT:-/tmp}/selftests.tap
 unload_all() {
 	local m
 	for m in kml_stats_apitest kml_ring_apitest kml_ring kml_probe kml_probe_target \
-		 kml_sensor kml_filter kml_stats; do
+		 kml_sensor kml_filter kml_hello kml_stats; do
 		grep -q "^$m " /proc/modules && rmmod "$m"
 	done
 	return 0
