@@ -91,9 +91,10 @@ out=$(cd "$out" && pwd)
 } > "$out/cmd"
 
 cmdline="console=ttyS0 loglevel=5 panic=-1 root=root rootfstype=9p"
-cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
-cmdline+=" init=$here/guest/init.sh kmodlab_repo=$repo"
+cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=${KMODLAB_9P_CACHE:-loose} ro"
+cmdline+=" init=${KMODLAB_INIT:-$here/guest/init.sh} kmodlab_repo=$repo"
 cmdline+=" kmodlab_mode=$( ((interactive)) && echo shell || echo run)"
+cmdline+=" kmodlab_gcov=$gcov"
 # The debug kernels are so slow under TCG that ACPI's interpreter times out
 # on the PCI routing table (AE_AML_LOOP_TIMEOUT): virtio then gets no
 # interrupt and the 9p root never mounts. Route PCI interrupts without ACPI.
@@ -116,7 +117,7 @@ if [[ -z $stock ]]; then
 else
 	# virtiofs: one virtiofsd per share, guest RAM shared with them
 	cmdline="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
-	cmdline+=" kmodlab_init=$here/guest/init.sh kmodlab_repo=$repo kmodlab_mode=run"
+	cmdline+=" kmodlab_init=${KMODLAB_INIT:-$here/guest/init.sh} kmodlab_repo=$repo kmodlab_mode=run"
 	cmdline+=" kmodlab_stock_modules=$stock/lib/modules"
 	[[ -n $append ]] && cmdline+=" $append"
 	vfs=$(mktemp -d)
