@@ -21,10 +21,14 @@ for group in "$@"; do
 	esac
 done
 
+# One dpkg-query for all: this runs before every build and guest.
+declare -A have=()
+while read -r st p; do
+	[[ $st == ii* ]] && have[${p%%:*}]=1
+done < <(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${pkgs[@]}" 2>/dev/null)
 missing=()
 for p in "${pkgs[@]}"; do
-	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
-	[[ $st == ii* ]] || missing+=("$p")
+	[[ -n ${have[$p]:-} ]] || missing+=("$p")
 done
 ((${#missing[@]})) || exit 0
 

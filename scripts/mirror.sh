@@ -6,11 +6,13 @@ set -euo pipefail
 src=$1 dst=$2
 mkdir -p "$dst"
 # Drop links whose source is gone, so a removed file stops being built.
-find "$dst" -type l ! -exec test -e {} \; -delete
+find "$dst" -xtype l -delete
 ln -sfn "$src/Kbuild" "$dst/Kbuild"
 cd "$src"
 find modules uapi -type f \( -name '*.c' -o -name '*.h' -o -name Kbuild \) |
 while IFS= read -r f; do
-	mkdir -p "$dst/$(dirname "$f")"
-	[[ -L $dst/$f ]] || ln -s "$src/$f" "$dst/$f"
+	# no exec for the links that exist: this runs before every build
+	[[ -L $dst/$f ]] && continue
+	mkdir -p "$dst/${f%/*}"
+	ln -s "$src/$f" "$dst/$f"
 done

@@ -29,6 +29,8 @@
 #                  for tests that patch kernel text while another vCPU runs
 #                  it, which multi-threaded TCG does not emulate faithfully
 #   --no-gcov      do not copy coverage counters back
+#   --gcov-only P,…  copy back only the counters whose path contains one of
+#                  these (e.g. modules/kml_sensor/): each file costs an exec
 #   --stock DIR    boot a stock distro kernel prepared by scripts/stock.sh:
 #                  DIR/vmlinuz, DIR/initrd.gz, DIR/lib/modules; the host's /
 #                  and the results share come over virtiofs (no 9p there)
@@ -39,7 +41,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
-timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 stock=
+timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
 
 while (($#)); do
 	case $1 in
@@ -52,12 +54,21 @@ while (($#)); do
 	--interactive)	interactive=1; shift ;;
 	--tcg-single)	accel_opts=,thread=single; shift ;;
 	--no-gcov)	gcov=0; shift ;;
+	--gcov-only)	gcov_only=$2; shift 2 ;;
 	--stock)	stock=$(cd "$2" && pwd) || exit 2; gcov=0; shift 2 ;;
 	--)		shift; break ;;
 	-*)		echo "vm-run: unknown option $1" >&2; exit 2 ;;
 	*)		break ;;
 	esac
 done
+# `make vm < script` or `... | make vm`: the serial port drops whatever
+# arrives before the guest's shell opens it (the first words), so piped
+# input is not typed into a shell but run as a script, like COMMAND.
+piped=0
+if ((interactive)) && [[ ! -t 0 ]]; then
+	interactive=0 piped=1
+	set -- bash /mnt/stdin.sh
+fi
 if ((!interactive && $# == 0)); then
 	echo "usage: vm-run.sh [options] [--] COMMAND [ARG...] | --interactive" >&2
 	exit 2
@@ -81,6 +92,7 @@ esac
 rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+((piped)) && cat > "$out/stdin.sh"
 {
 	# The guest must pick the modules built for the kernel it runs.
 	printf 'export KVER=%q PROFILE=%q\n' "${KVER:-6.12}" "${PROFILE:-default}"
@@ -91,10 +103,17 @@ out=$(cd "$out" && pwd)
 } > "$out/cmd"
 
 cmdline="console=ttyS0 loglevel=5 panic=-1 root=root rootfstype=9p"
-cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=${KMODLAB_9P_CACHE:-loose} ro"
+# The guest may cache the read-only root (each exec over 9p costs much
+# under TCG), except in the shell: there the host rebuilds modules that
+# the guest must then see fresh.
+cache=loose
+((interactive)) && cache=none
+cmdline+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=${KMODLAB_9P_CACHE:-$cache} ro"
 cmdline+=" init=${KMODLAB_INIT:-$here/guest/init.sh} kmodlab_repo=$repo"
 cmdline+=" kmodlab_mode=$( ((interactive)) && echo shell || echo run)"
-cmdline+=" kmodlab_gcov=$gcov"
+cmdline+=" kmodlab_gcov=$gcov${gcov_only:+ kmodlab_gcov_only=$gcov_only}"
+cmdline+=" kmodlab_kver=${KVER:-6.12} kmodlab_profile=${PROFILE:-default}"
+[[ -n ${KMODLAB_KO_DIR:-} ]] && cmdline+=" kmodlab_ko_dir=$(cd "$KMODLAB_KO_DIR" && pwd)"
 # The debug kernels are so slow under TCG that ACPI's interpreter times out
 # on the PCI routing table (AE_AML_LOOP_TIMEOUT): virtio then gets no
 # interrupt and the 9p root never mounts. Route PCI interrupts without ACPI.

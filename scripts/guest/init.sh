@@ -42,11 +42,22 @@ echo kmodlab-guest > /proc/sys/kernel/hostname
 export KMODLAB_OUT=$out KMODLAB_GUEST=1
 
 cd "$repo" || echo "init: cannot enter $repo" >&2
+export KVER=${kmodlab_kver:-6.12} PROFILE=${kmodlab_profile:-default}
 if [[ $mode == shell ]]; then
-	echo "kmodlab guest, Linux $(uname -r). Load the modules with, e.g.:"
-	find "$repo/build/kmod" -name 'kml_*.ko' ! -path '*/tests/*' 2>/dev/null |
-		sort -r | sed 's/^/  insmod /'
-	echo "Clients are in $repo/build/bin. Exit the shell to power off."
+	ko=${kmodlab_ko_dir:-$repo/build/kmod/$KVER-$PROFILE}
+	export PATH=$repo/build/bin:$PATH KMODLAB_KO_DIR=$ko
+	echo
+	echo "kmodlab guest: Linux $(uname -r) (KVER=$KVER PROFILE=$PROFILE)"
+	echo "Load a module (kml_stats first: the others use it), e.g.:"
+	for m in kml_hello/kml_hello kml_stats/kml_stats kml_sensor/kml_sensor \
+		 kml_probe/kml_probe_target kml_probe/kml_probe kml_ring/kml_ring \
+		 kml_filter/kml_filter; do
+		[[ -e $ko/modules/$m.ko ]] && echo "  insmod $ko/modules/$m.ko"
+	done
+	echo "Clients (kml-stats, kml-sensor, ...) are on PATH; dmesg shows the kernel log."
+	echo "Changed a module? Rebuild on the host (make modules, in another"
+	echo "terminal), then here: rmmod kml_x; insmod <the same path>."
+	echo "Leave: exit (or Ctrl-D; Ctrl-A X kills the guest at once)."
 	setsid -c bash -i </dev/ttyS0 >/dev/ttyS0 2>&1
 	rc=$?
 else
@@ -60,10 +71,17 @@ if [[ -w /sys/kernel/debug/kmemleak ]]; then
 	cat /sys/kernel/debug/kmemleak > "$out/kmemleak.txt"
 fi
 # Coverage counters, kept at their absolute paths for the host to put back.
+# kmodlab_gcov_only=P,... keeps those whose path contains a P.
 [[ ${kmodlab_gcov:-1} == 1 ]] &&
 (cd /sys/kernel/debug/gcov 2>/dev/null &&
+ IFS=, read -ra only <<< "${kmodlab_gcov_only:-/}"
+ made=
  find . -name '*.gcda' | while IFS= read -r f; do
-	mkdir -p "$out/gcov/${f%/*}"
+	keep=0
+	for p in "${only[@]}"; do [[ $f == *"$p"* ]] && keep=1; done
+	((keep)) || continue
+	[[ $made == "${f%/*}" ]] || mkdir -p "$out/gcov/${f%/*}"
+	made=${f%/*}
 	cat "$f" > "$out/gcov/$f"	# cp fails on debugfs' fake sizes
  done)
 dmesg > "$out/dmesg.txt"

@@ -1,0 +1,150 @@
+#!/bin/bash
+# `make test T=<module>[:<harness args>]`: the fast loop. Rebuilds what
+# changed, boots the test guest once, runs only that module's selftests
+# (or the ones the harness arguments pick) and prints their results and
+# the module's line and branch coverage.
+#
+#   make test T=kml_sensor                     all of kml_sensor_test
+#   make test T=sensor:'-r dev.get_info'       one test (FIXTURE.TEST)
+#   make test T='kml_ring kml_stats'           several modules, one guest
+#   make test T=kml_probe COV=0                no coverage (a little faster)
+#
+# kml_probe's fixture probe_text patches kernel text while the other vCPU
+# runs it, which multi-threaded TCG does not emulate: the tests that need
+# it run in a second guest with one TCG thread, by themselves.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+export KVER=${KVER:-6.12} PROFILE=${PROFILE:-default}
+mods=(kml_stats kml_sensor kml_probe kml_ring kml_filter)
+[[ -d modules/kml_hello ]] && mods+=(kml_hello)
+cov=${COV:-1}
+
+usage() {
+	echo "make test: $*" >&2
+	echo "  usage: make test T=<module>[:<harness args>] [COV=0]" >&2
+	echo "  modules: ${mods[*]} (the kml_ prefix may be left out)" >&2
+	echo "  e.g. make test T=kml_sensor, make test T=sensor:'-r dev.get_info'" >&2
+	echo "  harness args: -r FIXTURE.TEST, -f FIXTURE, -t TEST, -T TEST (exclude), -l (list)" >&2
+	exit 2
+}
+[[ -n ${T:-} ]] || usage "which module? T= is empty"
+
+# The modules each module's selftests load (kml_stats is everyone's
+# library; the test-only modules live in modules/tests).
+needs() {
+	case $1 in
+	kml_stats)  echo "kml_stats tests" ;;
+	kml_sensor) echo "kml_stats kml_sensor" ;;
+	kml_probe)  echo "kml_stats kml_probe" ;;
+	kml_ring)   echo "kml_stats kml_ring tests" ;;
+	kml_filter) echo "kml_stats kml_filter" ;;
+	kml_hello)  echo "kml_hello" ;;
+	esac
+}
+
+# T is a list of MODULE[:ARGS]; ARGS run to the next word that is a module.
+specs=() build=() gcov_dirs=() probe_single=()
+read -ra words <<< "$T"
+for w in "${words[@]}"; do
+	m=${w%%:*}
+	m=kml_${m#kml_}
+	m=${m%_test}
+	if [[ " ${mods[*]} " == *" $m "* ]]; then
+		args=
+		[[ $w == *:* ]] && args=${w#*:}
+		specs+=("${m}_test:$args")
+	elif ((${#specs[@]})); then
+		specs[-1]+=" $w"	# another harness argument
+	else
+		usage "no module '${w%%:*}'"
+	fi
+done
+for s in "${specs[@]}"; do
+	m=${s%_test:*}
+	read -ra b <<< "$(needs "$m")"
+	build+=("${b[@]}")
+	gcov_dirs+=("modules/$m/")
+done
+
+section() { printf '\n=== %s (%d s)\n' "$*" "$SECONDS"; }
+section "build (${build[*]})"
+mk=(make -s --no-print-directory)
+"${mk[@]}" userspace selftests KMODLAB_BUILD_ONLY=1 >/dev/null || exit 1
+kbuild=$repo/build/kmod/$KVER-$PROFILE
+"${mk[@]}" modules KMODLAB_MODULES="$(printf '%s\n' "${build[@]}" | sort -u | tr '\n' ' ')" |
+	grep -v '^make\[' || true
+((PIPESTATUS[0] == 0)) || { echo "make test: the build failed" >&2; exit 1; }
+
+# Split kml_probe's specs: probe_text tests go to a one-thread guest.
+guest=() single=()
+for s in "${specs[@]}"; do
+	if [[ $s != kml_probe_test:* ]]; then
+		guest+=("$s")
+		continue
+	fi
+	args=${s#*:}
+	ptext=$(build/selftests/kml_probe_test -l 2>&1 |
+		awk '/^probe_text/ { on = 1 } /^---/ { on = 0 } on { print $NF }')
+	hit=0
+	for a in $args; do
+		[[ $a == probe_text* || " $ptext " == *" ${a##*.} "* ]] && hit=1
+	done
+	if [[ -z $args ]]; then
+		guest+=("kml_probe_test:-F probe_text")
+		single+=("kml_probe_test:-f probe_text")
+	elif ((hit)); then
+		single+=("$s")
+	else
+		guest+=("$s -F probe_text")
+	fi
+done
+
+rc=0
+run() { # $1 = name, then vm-run options, --, specs
+	local name=$1 r
+	shift
+	section "guest: $name"
+	"$here/vm-run.sh" --out "$repo/build/vm/test-$name" "$@"
+	r=$?
+	((r == 0)) || rc=$r
+	local tap=$repo/build/vm/test-$name/selftests.tap
+	[[ -s $tap ]] && results+=$(grep -E '^(not )?ok [0-9]+ ' "$tap")$'\n'
+}
+results=
+find "$kbuild" -name '*.gcda' -delete 2>/dev/null
+gopt=(--no-gcov)
+((cov)) && gopt=(--gcov-only "$(IFS=,; echo "${gcov_dirs[*]}")")
+((${#guest[@]})) && run multi "${gopt[@]}" -- scripts/guest/selftests.sh "${guest[@]}"
+((${#single[@]})) && run tcg-single --tcg-single "${gopt[@]}" -- \
+	scripts/guest/selftests.sh "${single[@]}"
+
+if ((cov)); then
+	section "coverage"
+	for d in "${gcov_dirs[@]}"; do
+		info=$repo/build/vm/test-cov-$(basename "$d").info
+		lcov -q --capture --directory "$kbuild/$d" --output-file "$info.raw" \
+			--rc lcov_branch_coverage=1 --ignore-errors gcov 2>/dev/null &&
+		# only the module's own files (not the kernel headers it inlines);
+		# extracting also adds the LF/LH/BRF/BRH totals
+		lcov -q --extract "$info.raw" "$kbuild/$d*" --output-file "$info" \
+			--rc lcov_branch_coverage=1 2>/dev/null
+		if [[ ! -s $info ]]; then
+			echo "$(basename "$d"): no coverage data"
+			continue
+		fi
+		awk -v m="$(basename "$d")" -F: '
+			/^LF:/ { lf += $2 } /^LH:/ { lh += $2 }
+			/^BRF:/ { bf += $2 } /^BRH:/ { bh += $2 }
+			END { printf "%s: lines %.1f%% (%d/%d), branches %.1f%% (%d/%d)\n", m,
+				lf ? 100 * lh / lf : 0, lh, lf, bf ? 100 * bh / bf : 0, bh, bf }' "$info"
+	done
+fi
+section "results"
+p=$(grep -cE '^ok [0-9]+ ' <<< "$results")
+s=$(grep -cE '^ok [0-9]+ .*# SKIP' <<< "$results")
+f=$(grep -cE '^not ok [0-9]+ ' <<< "$results")
+grep -E '^not ok [0-9]+ ' <<< "$results"
+echo "$((p - s)) passed, $f failed, $s skipped ($SECONDS s)"
+((f == 0 && p > 0 && rc == 0))
