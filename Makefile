@@ -45,7 +45,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install dkms-install check-all check-stock check-loaded \
-	lab lab-list lab-build grade lab-check test \
+	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import \
 	clean distclean
 .PHONY: $(GOALS)
 
@@ -80,6 +80,15 @@ help:
 
 kernel:
 	$(KSCRIPT) build
+
+# For a classroom: the instructor exports the built test kernel once,
+# students import it instead of building (labs/README.md).
+kernel-export:
+	$(KSCRIPT) build
+	$(KSCRIPT) export $(or $(F),kmodlab-kernel-$(KVER)-$(PROFILE).tar.gz)
+
+kernel-import:
+	$(KSCRIPT) import $(or $(F),$(error F=<archive from make kernel-export>))
 
 # ---- kernel modules, built in a mirror of the sources ----
 # WERROR=0 keeps warnings warnings (work in progress). Diagnostics name
@@ -296,6 +305,10 @@ lab-build: $(KDIR_DEP)
 
 grade: $(KDIR_DEP) userspace selftests
 	@$(LAB_PY) grade $(LAB) $(if $(DIR),--dir $(DIR))
+
+# an instructor's batch: make grade-all LAB=x DIRS="tree1 tree2 ..." CSV=scores.csv
+grade-all: $(KDIR_DEP) userspace selftests
+	@$(LAB_PY) grade-many $(LAB) --csv $(or $(CSV),scores-$(LAB).csv) $(DIRS)
 
 # every step of every lab is real (part of make check)
 lab-check: $(KDIR_DEP) userspace selftests

@@ -12,7 +12,7 @@ cd "$here/.."
 pass=0 fail=0 skip=0 rc=0
 runs=(
 	"make check KVER=6.12|env KVER=6.12 PROFILE=default $here/check.sh"
-	"make check KVER=6.1 (guest)|env KVER=6.1 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
+	"make check KVER=6.1 (guest)|env KVER=6.1 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage,labs $here/check.sh"
 	"make check PROFILE=debug (guest)|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=3000 $here/check.sh"
 	"make check-stock STOCK=6.1|env STOCK=6.1 $here/stock.sh"
 	"make check-stock STOCK=6.12|env STOCK=6.12 $here/stock.sh"

@@ -14,6 +14,7 @@
 #   compat32  the same selftests built with -m32, through IA32 emulation
 #   valgrind  every client under valgrind in the guest
 #   coverage  the gcov report of the guest runs (needs guest)
+#   labs      every step of every workshop lab is real (scripts/lab.py check)
 # PROFILE=kcsan runs only the guest part unless told otherwise.
 set -uo pipefail
 
@@ -28,7 +29,7 @@ cov_min=90
 pass=0 fail=0 skip=0
 failed=()
 t_start=$SECONDS
-parts=${KMODLAB_CHECK_PARTS:-host,runner,guest,compat32,valgrind,coverage}
+parts=${KMODLAB_CHECK_PARTS:-host,runner,guest,compat32,valgrind,coverage,labs}
 # The KCSAN kernel has no gcov (see kconfig/kcsan.config): its point is
 # the selftests' races.
 [[ $PROFILE == kcsan && -z ${KMODLAB_CHECK_PARTS:-} ]] && parts=guest
@@ -224,6 +225,21 @@ else
 fi
 ((rc == 0)) || grep -q '^not ok' "$build/vm/valgrind/valgrind.tap" 2>/dev/null ||
 	bad "valgrind guest: vm-run exited $rc"
+fi
+
+if want labs; then
+section "workshop labs: every step's skeleton builds, loads, fails its step; solutions get full marks"
+# One guest for every skeleton of every lab (labs/README.md).
+"$here/lab.py" check > "$logs/labs.log" 2>&1
+rc=$?
+grep -v -E '^(PASS|FAIL): ' "$logs/labs.log" | grep -E '^(lab|vm-run)' | tail -20
+while IFS= read -r line; do
+	case $line in
+	"PASS: "*) ok "${line#PASS: }" ;;
+	"FAIL: "*) bad "${line#FAIL: }" ;;
+	esac
+done < "$logs/labs.log"
+((rc == 0)) || grep -q '^FAIL: ' "$logs/labs.log" || bad "lab check exited $rc (see $logs/labs.log)"
 fi
 
 if want coverage && want guest; then

@@ -24,6 +24,7 @@ later by "TODO" comments carrying the instruction.
                                        write a student tree
   lab.py grade LAB [--dir D]           build it, run the graded tests in
                                        the guest, print the score
+  lab.py grade-many LAB --csv F DIR...  many student trees, one guest, a CSV
   lab.py check [--only LAB]            every step of every lab is real
                                        (what `make check` runs)
   lab.py guest-run PLAN                (inside the guest) run a plan
@@ -323,6 +324,39 @@ def grade(lab, dest):
     return 0 if score == total and rc == 0 else 1
 
 
+def grade_many(lab, dirs, csv_path):
+    """Grades many student trees in one guest; writes a CSV of scores."""
+    trees, rows, total = [], {}, sum(len(s["tests"]) for s in lab["step"])
+    for i, d in enumerate(dirs):
+        d = os.path.abspath(d)
+        guest_visible(d)
+        ok = os.path.isdir(d) and build(lab, d, log=os.path.join(d, "grade-build.log"))
+        rows[d] = {"built": ok}
+        print(f"{d}: " + ("built" if ok else "DOES NOT BUILD (see grade-build.log)"
+                          if os.path.isdir(d) else "no such directory"))
+        if ok:
+            trees.append({"name": f"t{i}", "ko_dir": d, "kos": ko_files(lab, d),
+                          "runs": [{"selftest": lab["selftest"],
+                                    "tests": [t for _, t in tests_of(lab, range(1, 99))],
+                                    "stop_at_fail": False}]})
+            rows[d]["tag"] = f"t{i}"
+    results = {}
+    if trees:
+        rc, results, out = vm_run({"trees": trees}, f"grade-many-{lab['name']}")
+        results = results or {}
+    with open(csv_path, "w") as f:
+        f.write("student,dir,built,loads," + ",".join(f"step{s['n']}" for s in lab["step"])
+                + f",total,max\n")
+        for d, row in rows.items():
+            r = results.get(row.get("tag"), {"load": {"ok": False}, "tests": {}})
+            steps = [sum(r["tests"].get(t) == "passed" for t in s["tests"]) for s in lab["step"]]
+            f.write(f"{os.path.basename(d)},{d},{int(row['built'])},{int(r['load']['ok'])},"
+                    + ",".join(map(str, steps)) + f",{sum(steps)},{total}\n")
+            print(f"{os.path.basename(d)}: [{sum(steps)}/{total}]")
+    print(f"scores: {csv_path}")
+    return 0
+
+
 def check(names, kver_tag):
     """Every skeleton builds, loads, unloads and fails a graded test of its
     step and of each later step; the full solution gets full marks. One
@@ -462,6 +496,10 @@ def main():
     g = sub.add_parser("build")
     g.add_argument("lab", nargs="?")
     g.add_argument("--dir")
+    g = sub.add_parser("grade-many")
+    g.add_argument("lab")
+    g.add_argument("--csv", required=True)
+    g.add_argument("dirs", nargs="+")
     g = sub.add_parser("check")
     g.add_argument("--only", action="append")
     g = sub.add_parser("validate")
@@ -487,6 +525,8 @@ def main():
         if a.cmd == "check":
             tag = f"{os.environ.get('KVER', '6.12')}-{os.environ.get('PROFILE', 'default')}"
             return check(a.only or lab_names(), tag)
+        if a.cmd == "grade-many":
+            return grade_many(load_lab(a.lab), a.dirs, a.csv)
         if a.cmd in ("grade", "build") and not a.lab:
             meta = os.path.join(a.dir or ".", ".kmodlab-lab")
             if not os.path.exists(meta):
