@@ -111,6 +111,10 @@ for t in "$build"/host/test_*; do
 	count_tap "$logs/${t##*/}.tap" "${t##*/}" || bad "${t##*/} printed no results"
 	((rc == 0)) || grep -q '^not ok' "$logs/${t##*/}.tap" || bad "${t##*/} exited $rc"
 done
+# scripts/lab.py's marker parser and skeleton cutter (labs/README.md)
+python3 selftests/host/test_lab.py > "$logs/test_lab.tap" 2>&1
+cat "$logs/test_lab.tap"
+count_tap "$logs/test_lab.tap" test_lab.py || bad "test_lab.py printed no results"
 # The client against a fixture: no module needed, leaks checked.
 fx=$logs/fixture
 mkdir -p "$fx"
@@ -164,6 +168,32 @@ rc=$?
 rc=$?
 ((rc == 124)) && ok "vm-run fails a guest that does not power off (124)" ||
 	{ tail -20 "$logs/vm-hang.log"; bad "vm-run fails a hung guest (got $rc, want 124)"; }
+
+# Mistakes in the fast loop's commands fail at once, with a hint.
+t0=$SECONDS
+out=$(make -s check kml_sensor 2>&1)
+if (($? != 0)) && ((SECONDS - t0 < 10)) && [[ $out == *"make test T=kml_sensor"* ]]; then
+	ok "make check kml_sensor fails at once, pointing at make test T=kml_sensor"
+else
+	bad "make check kml_sensor fails at once with a hint (got: ${out:0:300})"
+fi
+out=$(make -s test T=kml_nosuch 2>&1)
+if (($? != 0)) && [[ $out == *"no module 'kml_nosuch'"*"modules: kml_stats"* ]]; then
+	ok "make test T=<unknown module> fails at once, listing the modules"
+else
+	bad "make test T=<unknown module> fails with the list (got: ${out:0:300})"
+fi
+# Piped input to make vm runs as a script: no word is lost to the
+# serial port opening late.
+out=$(printf 'echo first-word-kept $KVER\nexit 7\n' |
+	"$here/vm-run.sh" --interactive --no-gcov \
+	--out "$build/vm/selftest-piped" --timeout 120 2>&1)
+rc=$?
+if ((rc == 7)) && [[ $out == *"first-word-kept $KVER"* ]]; then
+	ok "piped make vm input runs whole, with KVER set, and returns its status"
+else
+	bad "piped make vm input (rc $rc, want 7: $(grep -v '^\[' <<< "$out" | tail -3))"
+fi
 
 fi # runner
 

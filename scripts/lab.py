@@ -109,7 +109,7 @@ def regions(path, lab):
             i += 1
             if i == len(lines):
                 raise LabError(f"{path}:{begin + 1}: unterminated LAB comment")
-            text.append(re.sub(r"^\s*\*\s?", "", lines[i]))
+            text.append(re.sub(r"^\s*\*(?!/)\s?", "", lines[i]))
         cend = i
         text[-1] = re.sub(r"\s*\*/\s*$", "", text[-1])
         j = i + 1

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of scripts/lab.py's marker parsing and skeleton cutting.
+TAP output, like the C host tests; run by `make check`."""
+import os
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+import lab  # noqa: E402
+
+SRC = """int a;
+static int f(void)
+{
+	/* LAB x 1: Return the answer.
+	 * Any way you like.
+	 */
+	return 42;
+	/* LAB x 1 end: return 0; */
+}
+
+static void g(void)
+{
+	/* LAB x 2: Say hello. */
+	pr_info("hello\\n");
+	pr_info("again\\n");
+	/* LAB x 2 end */
+	/* LAB y 1: another lab's step, left alone */
+	h();
+	/* LAB y 1 end */
+}
+"""
+
+tests = []
+
+
+def test(fn):
+    tests.append(fn)
+    return fn
+
+
+def write(text):
+    fd, path = tempfile.mkstemp(suffix=".c")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def raises(text, what):
+    path = write(text)
+    try:
+        lab.regions(path, "x")
+    except lab.LabError as e:
+        assert what in str(e), f"error '{e}' does not say '{what}'"
+        return
+    finally:
+        os.unlink(path)
+    raise AssertionError(f"no error for: {what}")
+
+
+@test
+def regions_are_found_with_their_text_and_stub():
+    path = write(SRC)
+    _, regs = lab.regions(path, "x")
+    os.unlink(path)
+    assert [(r[3], r[4], r[5]) for r in regs] == [
+        (1, "Return the answer. Any way you like.", "return 0;"),
+        (2, "Say hello.", None)], regs
+
+
+@test
+def step1_removes_everything_and_keeps_other_labs():
+    path = write(SRC)
+    out = lab.cut(path, "x", 1)
+    os.unlink(path)
+    assert "return 42;" not in out and 'pr_info("hello' not in out
+    assert "\t/* TODO 1: Return the answer.\n\t * Any way you like.\n\t */\n\treturn 0;\n}" in out
+    assert "/* TODO 2: Say hello. */\n\t/* LAB y 1:" in out
+    assert "h();" in out and "LAB y 1 end" in out
+    assert "LAB x" not in out
+
+
+@test
+def step2_keeps_step1_as_plain_comments():
+    path = write(SRC)
+    out = lab.cut(path, "x", 2)
+    os.unlink(path)
+    assert "/* Step 1: Return the answer." in out and "return 42;" in out
+    assert "return 0;" not in out and "LAB x 1 end" not in out
+    assert 'pr_info("hello' not in out and "TODO 2: Say hello." in out
+
+
+@test
+def solution_is_the_source_without_markers():
+    path = write(SRC)
+    out = lab.cut(path, "x", 3)
+    os.unlink(path)
+    stripped = [ln for ln in SRC.split("\n") if "LAB x" not in ln]
+    assert [ln for ln in out.split("\n") if "Step " not in ln] == stripped
+
+
+@test
+def unterminated_comment():
+    raises("/* LAB x 1: no end of comment\n", "unterminated")
+
+
+@test
+def missing_end_marker():
+    raises("/* LAB x 1: a */\ncode;\n", "no end marker")
+
+
+@test
+def end_without_start():
+    raises("code;\n/* LAB x 1 end */\n", "without a start")
+
+
+@test
+def markers_do_not_nest():
+    raises("/* LAB x 1: a */\n/* LAB x 2: b */\nc;\n/* LAB x 2 end */\n/* LAB x 1 end */\n",
+           "do not nest")
+
+
+@test
+def mismatched_end():
+    raises("/* LAB x 1: a */\nc;\n/* LAB x 2 end */\n", "end of step 2 inside step 1")
+
+
+@test
+def a_marker_that_removes_nothing():
+    raises("/* LAB x 1: a */\n\n/* LAB x 1 end */\n", "removes nothing")
+
+
+@test
+def every_lab_in_the_tree_validates():
+    names = lab.lab_names()
+    assert names, "no labs found"
+    for n in names:
+        lab.validate(lab.load_lab(n))
+
+
+@test
+def unknown_lab_is_a_clear_error():
+    try:
+        lab.load_lab("no-such-lab")
+    except lab.LabError as e:
+        assert "no lab 'no-such-lab'" in str(e)
+        return
+    raise AssertionError("no error")
+
+
+@test
+def gen_refuses_to_overwrite_a_student_tree():
+    name = lab.lab_names()[0]
+    d = tempfile.mkdtemp()
+    try:
+        lab.gen(lab.load_lab(name), 1, d, quiet=True)
+        raise AssertionError("gen overwrote an existing tree")
+    except lab.LabError as e:
+        assert "exists" in str(e)
+    finally:
+        os.rmdir(d)
+
+
+@test
+def gen_refuses_a_step_out_of_range():
+    lb = lab.load_lab(lab.lab_names()[0])
+    try:
+        lab.gen(lb, len(lb["step"]) + 2, "/nonexistent/x", quiet=True)
+    except lab.LabError as e:
+        assert "has steps" in str(e)
+        return
+    raise AssertionError("no error")
+
+
+@test
+def grade_refuses_trees_the_guest_cannot_see():
+    try:
+        lab.guest_visible("/tmp/student")
+    except lab.LabError as e:
+        assert "hidden from the test guest" in str(e)
+        return
+    raise AssertionError("no error")
+
+
+def main():
+    print("TAP version 13")
+    print(f"1..{len(tests)}")
+    failed = 0
+    for i, t in enumerate(tests, 1):
+        try:
+            t()
+            print(f"ok {i} {t.__name__}")
+        except Exception:
+            failed += 1
+            print(f"not ok {i} {t.__name__}")
+            for ln in traceback.format_exc().splitlines():
+                print(f"# {ln}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
