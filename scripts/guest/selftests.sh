@@ -24,10 +24,12 @@ tap=${KMODLAB_OUT:-/tmp}/selftests.tap
 # Each test program starts with no kmodlab module loaded, and the last
 # unload runs every exit path (counted by gcov) before power-off.
 unload_all() {
-	local m
+	local m loaded
+	# /proc/modules read by the shell: an exec per module costs under TCG
+	loaded=$(</proc/modules)
 	for m in kml_stats_apitest kml_ring_apitest kml_ring kml_probe kml_probe_target \
 		 kml_sensor kml_filter kml_hello kml_stats; do
-		grep -q "^$m " /proc/modules && rmmod "$m"
+		[[ $'\n'$loaded == *$'\n'"$m "* ]] && rmmod "$m"
 	done
 	return 0
 }
