@@ -34,8 +34,13 @@
 #   --stock DIR    boot a stock distro kernel prepared by scripts/stock.sh:
 #                  DIR/vmlinuz, DIR/initrd.gz, DIR/lib/modules; the host's /
 #                  and the results share come over virtiofs (no 9p there)
-# KMODLAB_KVM=1 tries KVM first and falls back to TCG if the guest does not
-# come up (KVM does not work on the machine this was developed on).
+# KVM is used where it works: the first run on a machine boots the test
+# kernel once under KVM with no root (it must reach the "no root" panic
+# within 20 s) and remembers the answer in the cache. /dev/kvm can exist
+# and not work (on the machine this was developed on QEMU aborts or spins),
+# so its presence proves nothing. KMODLAB_KVM=0 never tries; KMODLAB_KVM=1
+# tries without the probe and falls back to TCG if the guest does not
+# report a status.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -173,7 +178,26 @@ run_qemu() { # $1 = accelerator
 
 t0=$SECONDS
 qrc=0
-if [[ ${KMODLAB_KVM:-0} == 1 && -w /dev/kvm ]]; then
+kvm_works() {
+	[[ -w /dev/kvm && -z $stock ]] || return 1
+	case ${KMODLAB_KVM:-auto} in 0) return 1 ;; 1) return 0 ;; esac
+	local cache=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab} f
+	f=$cache/kvm-$(uname -r)-$(qemu-system-x86_64 --version | md5sum | cut -c1-8)
+	if [[ ! -e $f ]]; then
+		mkdir -p "$cache"
+		if timeout -k 5 20 qemu-system-x86_64 -accel kvm -cpu max -m 256 -kernel "$kernel" \
+			-append "console=ttyS0 panic=-1" -display none -no-reboot -monitor none \
+			-serial stdio </dev/null 2>/dev/null | grep -q 'Kernel panic'; then
+			echo yes > "$f"
+		else
+			echo no > "$f"
+		fi
+		echo "vm-run: KVM $(<"$f") on this machine (remembered in $f)" >&2
+	fi
+	[[ $(<"$f") == yes ]]
+}
+
+if kvm_works; then
 	accel_opts= run_qemu kvm || qrc=$?
 	if [[ ! -e $out/status ]] && ((qrc != 124)); then
 		echo "vm-run: KVM run failed (status $qrc); retrying under TCG" >&2
