@@ -38,7 +38,8 @@ HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 CLIENTS   := kml-stats kml-sensor kml-probe kml-ring kml-filter
-SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test
+SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test \
+	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
@@ -174,6 +175,11 @@ $(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selft
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
+$(BUILD)/selftests/kml_hello_test: selftests/kml_hello/kml_hello_test.c selftests/kml_selftest.h \
+		$(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $<
+
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS)) $(BUILD)/bin/kml-filter-m32
 
 # The same selftests as 32-bit programs (gcc -m32), run in the guest
@@ -185,6 +191,7 @@ ST_SRC_kml_sensor_test := selftests/kml_sensor/kml_sensor_test.c
 ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c
 ST_SRC_kml_ring_test   := selftests/kml_ring/kml_ring_test.c $(RING_LIB)
 ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB)
+ST_SRC_kml_hello_test  := selftests/kml_hello/kml_hello_test.c
 
 $(BUILD)/selftests32/%: $(BUILD)/selftests/%
 	@mkdir -p $(@D)

@@ -226,7 +226,7 @@ guest_run() { # $1 = name, rest = vm-run options and selftest specs
 if want guest; then
 section "selftests in the guest ($KVER $PROFILE)"
 find "$kbuild" -name '*.gcda' -delete
-guest_run selftests -- scripts/guest/selftests.sh kml_stats_test \
+guest_run selftests -- scripts/guest/selftests.sh kml_hello_test kml_stats_test \
 	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-F $ptext"
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
 	scripts/guest/selftests.sh "kml_probe_test:-f $ptext"

@@ -117,7 +117,7 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	((rc == 0)) && ok "stock $abi $name: passed, kernel log clean, powered off" ||
 		bad "stock $abi $name: vm-run exited $rc (see $out)"
 }
-run_guest selftests "" kml_stats_test kml_sensor_test kml_ring_test \
+run_guest selftests "" kml_hello_test kml_stats_test kml_sensor_test kml_ring_test \
 	"kml_filter_test:-T ${frace#*.}" "kml_probe_test:-F $ptext"
 run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:-r $frace"
 finish

@@ -154,13 +154,15 @@ static void kml_unlock_wake(u64 head_before)
 	bool added = kml_dev.ring.head != head_before;
 
 	spin_unlock(&kml_dev.lock);
-	/*
-	 * Every sleeper, not one: the queue is shared by all files, so an
-	 * exclusive waiter (EPOLLEXCLUSIVE) on one file must not use up the
-	 * wake-up another file's reader needs.
+	/* LAB sensor 4: if records were added, wake the readers and pollers
+	 * sleeping on kml_dev.wq: every sleeper, not one
+	 * (wake_up_interruptible_all()), as the queue is shared by all files
+	 * and an exclusive waiter (EPOLLEXCLUSIVE) on one file must not use up
+	 * the wake-up another file's reader needs.
 	 */
 	if (added)
 		wake_up_interruptible_all(&kml_dev.wq);
+	/* LAB sensor 4 end */
 }
 
 /* A zone change is an alarm; re-evaluated on every sample and setting. */
@@ -241,7 +243,13 @@ static void kml_reset_locked(void)
 /* Changes every user sees need privilege; checked before the argument is read. */
 static bool kml_may_change(void)
 {
+	/* LAB sensor 3: only an administrator may change the device:
+	 * capable(CAP_SYS_ADMIN), which asks about the initial user
+	 * namespace, so root in a container does not count. Every SET_*,
+	 * INJECT and RESET handler asks here before it reads its argument.
+	 */
 	return capable(CAP_SYS_ADMIN);
+	/* LAB sensor 3 end: return true; */
 }
 
 static int kml_ioc_info(void __user *up, size_t usize)
@@ -257,8 +265,10 @@ static int kml_ioc_info(void __user *up, size_t usize)
 		.queue_len = KML_SENSOR_QUEUE_LEN,
 	};
 
-	/* LAB sensor 1: refuse a struct older than ABI 1 with -EINVAL, then
-	 * copy @info out with kml_copy_struct_out().
+	/* LAB sensor 1: GET_INFO only writes: refuse a caller's struct
+	 * smaller than the first published one (KML_SENSOR_INFO_SIZE_VER0)
+	 * with -EINVAL, then copy @info out with kml_copy_struct_out(), which
+	 * zeroes a newer caller's larger struct past ours.
 	 */
 	if (usize < KML_SENSOR_INFO_SIZE_VER0)
 		return -EINVAL;
@@ -281,6 +291,12 @@ static int kml_ioc_read(void __user *up, size_t usize)
 	struct kml_sensor_reading r;
 	int ret;
 
+	/* LAB sensor 2: READ reads and writes: copy the caller's struct in
+	 * with kml_copy_struct_in() (its first published size is
+	 * KML_SENSOR_READING_SIZE_VER0), refuse a channel the device does not
+	 * have (-EINVAL), fill @r from the channel under kml_dev.lock
+	 * (kml_reading_locked()), and copy it back out.
+	 */
 	ret = kml_copy_struct_in(&r, sizeof(r), up, usize,
 				 KML_SENSOR_READING_SIZE_VER0);
 	if (ret)
@@ -291,6 +307,7 @@ static int kml_ioc_read(void __user *up, size_t usize)
 	kml_reading_locked(r.channel, &r);
 	spin_unlock(&kml_dev.lock);
 	return kml_copy_struct_out(up, usize, &r, sizeof(r));
+	/* LAB sensor 2 end: return -ENOTTY; */
 }
 
 static int kml_ioc_read_all(void __user *up, size_t usize)
@@ -330,7 +347,14 @@ static int kml_ioc_set_period(u32 __user *up, size_t usize)
 
 	if (usize != sizeof(u32))
 		return -ENOTTY;
-	/* The device's period, so every user's sample rate: privileged. */
+	/* LAB sensor 3: the device's period is every user's sample rate, so
+	 * changing it is privileged: -EPERM unless kml_may_change(), before
+	 * the argument is even read. Then get_user() the u32 (-EFAULT),
+	 * refuse what kml_check_period() refuses (-EINVAL), store it under
+	 * kml_dev.lock with WRITE_ONCE() (GET_PERIOD reads it without the
+	 * lock), and re-arm the sampler with mod_delayed_work() so the new
+	 * period takes effect now, not after the old (maybe long) one.
+	 */
 	if (!kml_may_change())
 		return -EPERM;
 	if (get_user(ms, up))
@@ -340,9 +364,9 @@ static int kml_ioc_set_period(u32 __user *up, size_t usize)
 	spin_lock(&kml_dev.lock);
 	WRITE_ONCE(kml_dev.period_ms, ms);
 	spin_unlock(&kml_dev.lock);
-	/* Takes effect now, not after the old (maybe long) period. */
 	mod_delayed_work(system_wq, &kml_dev.sampler, msecs_to_jiffies(ms));
 	return 0;
+	/* LAB sensor 3 end: return -ENOTTY; */
 }
 
 static int kml_ioc_get_alarm(void __user *up, size_t usize)
@@ -438,7 +462,13 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 	unsigned int stat = ST_IOC_UNKNOWN;
 	long ret;
 
-	/* Magic, number and direction must match; the size is the caller's. */
+	/* LAB sensor 1: dispatch: match KML_IOC_NOSIZE(cmd) against each
+	 * KML_IOC_NOSIZE(KML_SENSOR_IOC_...) (magic, number and direction must
+	 * match; the size is the caller's, in usize), set stat to the
+	 * command's counter and call its handler kml_ioc_...(up, usize).
+	 * GET_INFO also answers to ABI 1's number, KML_SENSOR_IOC_GET_INFO_V1.
+	 * Anything else is not ours: -ENOTTY, and nothing done.
+	 */
 	switch (KML_IOC_NOSIZE(cmd)) {
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO):
 	/* ABI 1's number (_IOWR), so an old client can read abi_version. */
@@ -483,6 +513,7 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 		ret = -ENOTTY;
 		break;
 	}
+	/* LAB sensor 1 end: ret = -ENOTTY; */
 	if (ret == -ENOTTY)
 		stat = ST_IOC_UNKNOWN;
 	kml_stats_inc(kml_dev.stats, stat);
@@ -539,6 +570,18 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	int ret;
 
 	kml_stats_inc(kml_dev.stats, ST_READS);
+	/* LAB sensor 4: read() gives whole records: -EINVAL if @count cannot
+	 * hold one. Take the file's read_lock (mutex_trylock() for an
+	 * O_NONBLOCK file, -EAGAIN if busy; else mutex_lock_interruptible()).
+	 * Then, while another record fits: take the next one at or after this
+	 * file's cursor with kml_evring_next() under kml_dev.lock (pos - cursor
+	 * is how many this file missed: ev.lost). None: stop if something was
+	 * read, else -EAGAIN for O_NONBLOCK, else sleep until
+	 * kml_has_events() with wait_event_interruptible() (a signal ends it)
+	 * and try again. One: copy_to_user() it (-EFAULT), and only then move
+	 * the cursor past it under the lock, so a bad buffer loses nothing.
+	 * Return the bytes copied, or the error if none.
+	 */
 	if (count < sizeof(ev))
 		return -EINVAL;
 	/* O_NONBLOCK never sleeps, not even behind a blocked reader. */
@@ -592,14 +635,21 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 out:
 	mutex_unlock(&cl->read_lock);
 	return done ? done : ret;
+	/* LAB sensor 4 end: return -EAGAIN; */
 }
 
 static __poll_t kml_sensor_poll(struct file *file, poll_table *wait)
 {
 	struct kml_client *cl = file->private_data;
 
+	/* LAB sensor 5: poll() never sleeps itself: register the file's wait
+	 * queue with poll_wait() (kml_dev.wq, which the wake-up of step 4
+	 * wakes), then report EPOLLIN | EPOLLRDNORM if this file has a record
+	 * to read (kml_has_events()), 0 if not.
+	 */
 	poll_wait(file, &kml_dev.wq, wait);
 	return kml_has_events(cl) ? EPOLLIN | EPOLLRDNORM : 0;
+	/* LAB sensor 5 end: return 0; */
 }
 
 static const struct file_operations kml_sensor_fops = {
