@@ -183,6 +183,19 @@ if (($? != 0)) && [[ $out == *"no module 'kml_nosuch'"*"modules: kml_stats"* ]];
 else
 	bad "make test T=<unknown module> fails with the list (got: ${out:0:300})"
 fi
+# make test sends kml_probe's text-patching tests (fixture probe_text) to
+# a one-thread guest only, however they are named.
+plan() { KMODLAB_TEST_PLAN=1 T="$1" "$here/test.sh" 2>&1 | grep -E '^(multi|tcg-single): '; }
+p1=$(plan kml_probe) p2=$(plan "probe:-r probe_text.get_while_probing_its_own_path")
+p3=$(plan "kml_probe:-r probe.errors") p4=$(plan "probe:-t get_while_probing_its_own_path")
+if [[ $p1 == $'multi: kml_probe_test:-F probe_text\ntcg-single: kml_probe_test:-f probe_text' &&
+      $p2 == "tcg-single: kml_probe_test:-r probe_text.get_while_probing_its_own_path" &&
+      $p3 == "multi: kml_probe_test:-r probe.errors -F probe_text" &&
+      $p4 == "tcg-single: kml_probe_test:-t get_while_probing_its_own_path" ]]; then
+	ok "make test T=kml_probe[:args] runs probe_text tests only in a one-thread guest"
+else
+	bad "make test probe_text routing (got: $p1 | $p2 | $p3 | $p4)"
+fi
 # Piped input to make vm runs as a script: no word is lost to the
 # serial port opening late.
 out=$(printf 'echo first-word-kept $KVER\nexit 7\n' |

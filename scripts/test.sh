@@ -86,7 +86,7 @@ for s in "${specs[@]}"; do
 	fi
 	args=${s#*:}
 	ptext=$(build/selftests/kml_probe_test -l 2>&1 |
-		awk '/^probe_text/ { on = 1 } /^---/ { on = 0 } on { print $NF }')
+		awk '/^probe_text/ { on = 1 } /^---/ { on = 0 } on { print $NF }' | tr '\n' ' ')
 	hit=0
 	for a in $args; do
 		[[ $a == probe_text* || " $ptext " == *" ${a##*.} "* ]] && hit=1
@@ -100,6 +100,14 @@ for s in "${specs[@]}"; do
 		guest+=("$s -F probe_text")
 	fi
 done
+
+# KMODLAB_TEST_PLAN=1: print which guest runs what, and stop (tested by
+# make check: the probe_text tests must never reach a multi-thread guest).
+if [[ ${KMODLAB_TEST_PLAN:-0} == 1 ]]; then
+	for s in "${guest[@]}"; do echo "multi: $s"; done
+	for s in "${single[@]}"; do echo "tcg-single: $s"; done
+	exit 0
+fi
 
 rc=0
 run() { # $1 = name, then vm-run options, --, specs
