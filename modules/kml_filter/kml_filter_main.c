@@ -176,10 +176,15 @@ static struct kml_filter_count kml_filter_sum(const struct kml_filter_set *set,
 	struct kml_filter_count c = set->base[idx];
 	int cpu;
 
+	/* LAB filter 4: add every CPU's counters for rule @idx to the counts
+	 * carried over (c). Every possible CPU, not just the online ones: a
+	 * CPU taken offline keeps what it counted.
+	 */
 	for_each_possible_cpu(cpu) {
 		c.packets += local64_read(&set->ctr[cpu][idx].packets);
 		c.bytes += local64_read(&set->ctr[cpu][idx].bytes);
 	}
+	/* LAB filter 4 end */
 	return c;
 }
 
@@ -261,7 +266,14 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	set = rcu_dereference(kml_filter_pernet(state->net)->set);
 	if (unlikely(!set || kml_filter_parse(skb, state, &pkt)))
 		return NF_ACCEPT;
+	kml_stats_inc(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
+			  ST_PACKETS_IN : ST_PACKETS_OUT);
 
+	/* LAB filter 3: find the first rule @pkt matches
+	 * (kml_filter_lookup()): its index and action; if none matches
+	 * (KML_FILTER_NOMATCH), the set's policy decides, counted in slot
+	 * set->nrules.
+	 */
 	idx = kml_filter_lookup(&set->ix, &pkt);
 	if (idx == KML_FILTER_NOMATCH) {
 		idx = set->nrules;
@@ -269,24 +281,30 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	} else {
 		verdict = set->rules[idx].action;
 	}
+	/* LAB filter 3 end */
 
-	/*
-	 * LOCAL_OUT runs in process context too: pin the CPU, and use
-	 * local64 so a softirq on the same CPU cannot lose an increment.
+	/* LAB filter 4: count the packet and its bytes (skb->len) in slot
+	 * @idx of this CPU's counters. LOCAL_OUT runs in process context
+	 * too: pin the CPU (get_cpu()/put_cpu()), and use local64 so a
+	 * softirq on the same CPU cannot lose an increment.
 	 */
 	c = &set->ctr[get_cpu()][idx];
 	local64_inc(&c->packets);
 	local64_add(skb->len, &c->bytes);
 	put_cpu();
+	/* LAB filter 4 end */
 
-	kml_stats_inc(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
-			  ST_PACKETS_IN : ST_PACKETS_OUT);
+	/* LAB filter 3: the verdict: NF_DROP for a drop, else NF_ACCEPT
+	 * (which hands the packet to the next hook), each counted in
+	 * kml_stats (ST_DROPPED, ST_ACCEPTED).
+	 */
 	if (verdict == KML_FILTER_DROP) {
 		kml_stats_inc(kml_filter_stats, ST_DROPPED);
 		return NF_DROP;
 	}
 	kml_stats_inc(kml_filter_stats, ST_ACCEPTED);
 	return NF_ACCEPT;
+	/* LAB filter 3 end: return NF_ACCEPT; */
 }
 
 static const struct nf_hook_ops kml_filter_ops[] = {
@@ -340,11 +358,15 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 	struct kml_filter_set *old;
 	u32 i, from;
 
-	old = rcu_replace_pointer(fn->set, set, lockdep_is_held(&fn->lock));
-	/*
-	 * Packets still inside the old set finish before this returns;
-	 * after it nobody adds to the old counters, so the carry is exact.
+	/* LAB filter 2: publish @set in place of the current one in one
+	 * store (rcu_replace_pointer(), under fn->lock: say so with
+	 * lockdep_is_held()), then wait out every packet that may still be
+	 * reading the old set (synchronize_rcu()). Only then are the old
+	 * counts final: carry them over (kml_filter_old_index() maps a new
+	 * index to the old one; the policy's slot is always carried), bump
+	 * fn->generation and ST_UPDATES, and free the old set.
 	 */
+	old = rcu_replace_pointer(fn->set, set, lockdep_is_held(&fn->lock));
 	synchronize_rcu();
 	for (i = 0; i < set->nrules; i++) {
 		from = kml_filter_old_index(carry, at, i);
@@ -355,6 +377,7 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 	fn->generation++;
 	kml_stats_inc(kml_filter_stats, ST_UPDATES);
 	kml_filter_set_free(old);
+	/* LAB filter 2 end: kml_filter_set_free(set); */
 }
 
 static struct kml_filter_set *kml_filter_current(struct kml_filter_net *fn)
@@ -366,13 +389,16 @@ static bool kml_filter_capable(struct file *file)
 {
 	struct net *net = file->private_data;
 
-	/*
-	 * Both the opener and the caller: a privileged process that hands
-	 * its fd to an unprivileged one has not delegated the right (the
-	 * check netlink sockets make too).
+	/* LAB filter 5: CAP_NET_ADMIN in the user namespace that owns the
+	 * file's network namespace (net->user_ns), so a container's root
+	 * manages its own rules and nobody else's. Both the opener
+	 * (file_ns_capable()) and the caller (ns_capable()): a privileged
+	 * process that hands its fd to an unprivileged one has not delegated
+	 * the right (the check netlink sockets make too).
 	 */
 	return file_ns_capable(file, net->user_ns, CAP_NET_ADMIN) &&
 	       ns_capable(net->user_ns, CAP_NET_ADMIN);
+	/* LAB filter 5 end: return true; */
 }
 
 static int kml_filter_check_rules(const struct kml_filter_rule *rules, u32 n)
@@ -738,18 +764,26 @@ static int __net_init kml_filter_net_init(struct net *net)
 		return -ENOMEM;
 	kml_filter_set_build(set, KML_FILTER_ACCEPT);
 	RCU_INIT_POINTER(fn->set, set);
+	/* LAB filter 1: register kml_filter_ops[] in @net
+	 * (nf_register_net_hooks()); on failure take the set back out and
+	 * free it. This runs for every namespace, now and later: hooks
+	 * registered in &init_net alone never see a container's packets.
+	 */
 	ret = nf_register_net_hooks(net, kml_filter_ops,
 				    ARRAY_SIZE(kml_filter_ops));
 	if (ret) {
 		RCU_INIT_POINTER(fn->set, NULL);
 		kml_filter_set_free(set);
 	}
+	/* LAB filter 1 end: ret = 0; */
 	return ret;
 }
 
 static void __net_exit kml_filter_net_exit(struct net *net)
 {
+	/* LAB filter 1: unregister the hooks registered in @net. */
 	nf_unregister_net_hooks(net, kml_filter_ops, ARRAY_SIZE(kml_filter_ops));
+	/* LAB filter 1 end */
 }
 
 /*

@@ -142,18 +142,25 @@ static int kml_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct kml_inst *in = (struct kml_inst *)ri->data;
 	unsigned int i;
 
-	/* Non-zero: drop this instance, the return handler will not run. */
+	/* LAB probe 3: jprobe-style arguments. A call kml_fn_pass() rejects
+	 * is not measured: return non-zero, and kprobes gives the instance
+	 * back without calling the return handler. Otherwise copy the first
+	 * cfg.nargs arguments into the instance (regs_get_kernel_argument()).
+	 */
 	if (!kml_fn_pass(fn, regs))
 		return 1;
 	for (i = 0; i < fn->cfg.nargs; i++)
 		in->args[i] = regs_get_kernel_argument(regs, i);
-	/*
-	 * Last, so the handler's own work is not part of the latency.
-	 * Handlers run from the int3 trap, which may have interrupted the
-	 * timekeeping code itself: only the NMI-safe clock may be read here
-	 * (lockdep says so on the debug kernel; BPF uses the same clock).
+	/* LAB probe 3 end */
+	/* LAB probe 2: stamp the start time into this call's own instance
+	 * data (ri->data, data_size bytes), last, so the handler's own work
+	 * is not part of the latency. Handlers run from the int3 trap, which
+	 * may have interrupted the timekeeping code itself: only the NMI-safe
+	 * clock, ktime_get_mono_fast_ns(), may be read here (lockdep says so
+	 * on the debug kernel; BPF uses the same clock).
 	 */
 	in->t0 = ktime_get_mono_fast_ns();
+	/* LAB probe 2 end */
 	return 0;
 }
 
@@ -172,6 +179,11 @@ static void kml_publish_last(struct kml_fn *fn, const struct kml_inst *in,
 {
 	unsigned long flags;
 
+	/* LAB probe 3: publish in->args and @ret as fn->last without ever
+	 * waiting: raw_spin_trylock_irqsave() on fn->last_lock (busy: count
+	 * ST_LAST_LOST and give up), then write inside fn->last_seq's
+	 * raw_write_seqcount_begin()/end() so that kml_read_last() retries.
+	 */
 	if (!raw_spin_trylock_irqsave(&fn->last_lock, flags)) {
 		kml_stats_inc(fn->stats, ST_LAST_LOST);
 		return;
@@ -181,6 +193,7 @@ static void kml_publish_last(struct kml_fn *fn, const struct kml_inst *in,
 	fn->last.ret = ret;
 	raw_write_seqcount_end(&fn->last_seq);
 	raw_spin_unlock_irqrestore(&fn->last_lock, flags);
+	/* LAB probe 3 end */
 }
 
 NOKPROBE_SYMBOL(kml_publish_last);
@@ -189,20 +202,25 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kml_fn *fn = container_of(get_kretprobe(ri), struct kml_fn, krp);
 	struct kml_inst *in = (struct kml_inst *)ri->data;
-	u64 ns = ktime_get_mono_fast_ns() - in->t0;
 	struct kml_minmax *mm;
+	u64 ns;
 
+	/* LAB probe 2: the latency is now minus in->t0. Add it to the
+	 * ST_LATENCY histogram and count ST_CALLS (kml_stats: per-CPU, any
+	 * context), then update this CPU's fn->minmax. Handlers run with
+	 * preemption off, so this_cpu_ptr() is stable; but a reset may write
+	 * the slot from another CPU and GET reads it unlocked: READ_ONCE()
+	 * and WRITE_ONCE(). No lock, no sleeping, no allocation here.
+	 */
+	ns = ktime_get_mono_fast_ns() - in->t0;
 	kml_stats_hist_add(fn->stats, ST_LATENCY, ns);
 	kml_stats_inc(fn->stats, ST_CALLS);
-	/*
-	 * Handlers run with preemption off: this CPU's slot is ours, but a
-	 * reset may write it from another CPU, and GET reads it unlocked.
-	 */
 	mm = this_cpu_ptr(fn->minmax);
 	if (ns < READ_ONCE(mm->min))
 		WRITE_ONCE(mm->min, ns);
 	if (ns > READ_ONCE(mm->max))
 		WRITE_ONCE(mm->max, ns);
+	/* LAB probe 2 end */
 	if (fn->cfg.nargs)
 		kml_publish_last(fn, in, regs_return_value(regs));
 	return 0;
@@ -303,10 +321,17 @@ static void kml_fn_free(struct kml_fn *fn)
 static void kml_fn_detach(struct kml_fn *fn)
 {
 	/* Waits until no handler of this probe is running anywhere. */
-	if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY)
+	if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY) {
 		unregister_kprobe(&fn->kp);
-	else
+	} else {
+		/* LAB probe 1: take the kretprobe out. unregister_kretprobe()
+		 * returns once no handler of it runs anywhere, so @fn may be
+		 * freed right after; skip it and the handlers run on in freed
+		 * memory (or in an unloaded module) at the next call.
+		 */
 		unregister_kretprobe(&fn->krp);
+		/* LAB probe 1 end */
+	}
 	/* Last, so the probe was never optimized, down to its removal. */
 	if (fn->guarded)
 		unregister_kprobe(&fn->guard);
@@ -337,14 +362,21 @@ static int kml_fn_register(struct kml_fn *fn)
 		fn->kp.pre_handler = kml_pre;
 		ret = register_kprobe(&fn->kp);
 	} else {
+		/* LAB probe 1: plant a kretprobe on the function named
+		 * cfg.func: kml_entry() as its entry_handler, kml_return() as
+		 * its handler, a struct kml_inst of instance data per call
+		 * (data_size), cfg.maxactive instances; register_kretprobe().
+		 * For maxactive 0 the kernel picks a default: report it back
+		 * in cfg.maxactive.
+		 */
 		fn->krp.kp.symbol_name = fn->cfg.func;
 		fn->krp.entry_handler = kml_entry;
 		fn->krp.handler = kml_return;
 		fn->krp.data_size = sizeof(struct kml_inst);
 		fn->krp.maxactive = fn->cfg.maxactive;
 		ret = register_kretprobe(&fn->krp);
-		/* The kernel picks a default for 0; report what it chose. */
 		fn->cfg.maxactive = fn->krp.maxactive;
+		/* LAB probe 1 end: ret = -EOPNOTSUPP; */
 	}
 	if (ret)
 		return ret;	/* -ENOENT: no such symbol; -EINVAL: refused */
@@ -568,15 +600,18 @@ static void kml_fill_result(struct kml_fn *fn, struct kml_probe_result *r,
 		r->min_ns = 0;
 		r->max_ns = 0;
 	}
-	/*
-	 * Arguments and return values are kernel pointers as often as not:
-	 * shown to the administrator only, like %p's hashing and
-	 * kptr_restrict do for the rest of the kernel.
+	/* LAB probe 4: arguments and return values are kernel pointers as
+	 * often as not: read them (kml_read_last()) for a caller with
+	 * CAP_SYS_ADMIN in the initial user namespace only (quietly:
+	 * ns_capable_noaudit()); for anyone else leave them zero and set
+	 * KML_PROBE_S_REDACTED, as %p's hashing and kptr_restrict do for the
+	 * rest of the kernel.
 	 */
 	if (ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN))
 		kml_read_last(fn, r);
 	else
 		r->state |= KML_PROBE_S_REDACTED;
+	/* LAB probe 4 end: kml_read_last(fn, r); */
 }
 
 struct kml_fill {
@@ -697,9 +732,12 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 		if (cmd != KML_PROBE_IOC_RESET)
 			return -ENOTTY;
 	}
-	/* Planting probes in the kernel is for the administrator only. */
+	/* LAB probe 4: planting probes in the kernel (and CALL, RESET) is
+	 * for the administrator only: -EPERM without CAP_SYS_ADMIN.
+	 */
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
+	/* LAB probe 4 end */
 	switch (KML_IOC_NOSIZE(cmd)) {
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_ATTACH):
 		return kml_ioc_attach(up, usize);

@@ -521,6 +521,44 @@ TEST_F_TIMEOUT(filter, starts_empty_and_accepting, 120)
 	EXPECT_EQ(1, pings(&self->n, 1, SLOW_MS));
 }
 
+/* kml_filter's counter @name in /proc/kmodlab/stats, or -1. */
+static long long filter_stat(const char *name)
+{
+	char line[256], want[64];
+	long long v = -1;
+	FILE *f = fopen("/proc/kmodlab/stats", "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = (size_t)snprintf(want, sizeof(want), "kml_filter %s counter ", name);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, n) && sscanf(line + n, "%lld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/*
+ * The hooks are in namespaces made after the module was loaded (A and B
+ * are): every datagram that reached A crossed B's LOCAL_OUT and A's
+ * LOCAL_IN hook before its socket had it, so the counts have grown by
+ * then, without waiting. Other traffic only adds to them.
+ */
+TEST_F_TIMEOUT(filter, hooks_see_every_namespace, 120)
+{
+	long long in0 = filter_stat("packets_in"), out0 = filter_stat("packets_out");
+
+	ASSERT_LE(0, in0);
+	ASSERT_LE(0, out0);
+	ASSERT_EQ(5, udp_through(&self->n, 0, PORT_UDP, 5, 5));
+	ASSERT_EQ(5, udp_through(&self->n, 1, PORT_UDP, 5, 5));
+	EXPECT_LE(in0 + 10, filter_stat("packets_in"))
+		TH_LOG("A's LOCAL_IN hooks (IPv4 and IPv6) did not see the datagrams");
+	EXPECT_LE(out0 + 10, filter_stat("packets_out"))
+		TH_LOG("B's LOCAL_OUT hooks (IPv4 and IPv6) did not see the datagrams");
+}
+
 TEST_F_TIMEOUT(filter, tcp_udp_icmp_follow_the_rules, 180)
 {
 	int v6;

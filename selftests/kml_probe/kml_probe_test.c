@@ -290,6 +290,37 @@ TEST_F_TIMEOUT(probe, nested_calls_each_get_their_own_start, 300)
 		       (unsigned long long)r.hist[19], (unsigned long long)r.hist[20]);
 }
 
+/*
+ * One nested CALL, timed from both sides: each call's latency runs from
+ * its own entry to its own return, so it is at least its busy-waits and
+ * at most the caller's whole ioctl (the same monotonic clock). A start
+ * time never stamped (0) or stamped on return fails at once, without the
+ * loops above. Both bounds are one-sided: a slow host only widens the
+ * caller's window.
+ */
+TEST_F_TIMEOUT(probe, latency_lies_within_the_call, 300)
+{
+	const uint64_t delay = 100000;	/* 100 us at each of 3 levels */
+	struct kml_probe_result r;
+	double t0, window_ns;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	t0 = now_s();
+	ASSERT_EQ(0, call(self->fd, 1, 1, 2, delay));
+	window_ns = (now_s() - t0) * 1e9;
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	ASSERT_EQ(3, r.count);
+	EXPECT_EQ(0, r.nmissed);
+	/* The innermost call waits once, the outermost three times. */
+	EXPECT_GE(r.min_ns, delay) TH_LOG("shorter than its busy-wait");
+	EXPECT_GE(r.max_ns, 3 * delay) TH_LOG("the outer call is not timed from its own start");
+	EXPECT_GE(r.sum_ns, 6 * delay);
+	/* 1 us of slack for the double's rounding, none for the clock. */
+	EXPECT_LE((double)r.max_ns, window_ns + 1000)
+		TH_LOG("%llu ns, longer than the caller's whole CALL (%.0f ns): "
+		       "a start time never stamped?", (unsigned long long)r.max_ns, window_ns);
+}
+
 TEST_F_TIMEOUT(probe, maxactive_exhaustion_is_reported, 300)
 {
 	struct kml_probe_attach a = { .func = TARGET, .maxactive = 1 };
