@@ -101,6 +101,8 @@ out=$(cd "$out" && pwd)
 {
 	# The guest must pick the modules built for the kernel it runs.
 	printf 'export KVER=%q PROFILE=%q\n' "${KVER:-6.12}" "${PROFILE:-default}"
+	# a student tree's modules instead of the build's (labs, make vm)
+	[[ -n ${KMODLAB_KO_DIR:-} ]] && printf 'export KMODLAB_KO_DIR=%q\n' "$KMODLAB_KO_DIR"
 	printf 'cd %q || exit 1\n' "$repo"
 	printf 'exec'
 	printf ' %q' "$@"
