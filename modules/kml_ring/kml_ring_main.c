@@ -274,6 +274,12 @@ static struct kml_ring_rec *kml_reserve_locked(struct kml_ring *r, u32 type,
 static void kml_publish_locked(struct kml_ring *r)
 {
 	lockdep_assert_held(&r->wlock);
+	/* LAB ring 3: nothing while a reserved record is still being filled
+	 * (filling); else move head to resv with smp_store_release(), both
+	 * the kernel's copy (read() loads it) and the consumer's in the
+	 * control page, so that whoever load-acquires the new head also sees
+	 * the records written before it; then show produced there too
+	 */
 	if (r->filling)
 		return;
 	/* Pairs with read()'s load-acquire of the kernel's head. */
@@ -281,6 +287,7 @@ static void kml_publish_locked(struct kml_ring *r)
 	/* Pairs with the consumer's load-acquire: the records are written. */
 	smp_store_release(&r->ctrl->head, r->resv);
 	WRITE_ONCE(r->ctrl->produced, r->produced);
+	/* LAB ring 3 end */
 }
 
 /*
@@ -295,6 +302,11 @@ static void kml_publish_locked(struct kml_ring *r)
 static bool kml_need_wake_locked(struct kml_ring *r)
 {
 	lockdep_assert_held(&r->wlock);
+	/* LAB ring 4: wake nobody unless someone is on the queue
+	 * (waitqueue_active()); always for a blocked read() (read_waiters);
+	 * for an armed poller only once the watermark's bytes wait between
+	 * head and kml_tail_locked(), disarming it
+	 */
 	/* No barrier needed: sleepers queue before they take wlock to check. */
 	if (!waitqueue_active(&r->wq))
 		return false;
@@ -305,6 +317,7 @@ static bool kml_need_wake_locked(struct kml_ring *r)
 		return true;
 	}
 	return false;
+	/* LAB ring 4 end: return true; */
 }
 
 static void kml_wake(struct kml_ring *r)
@@ -503,7 +516,15 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	if (atomic_read(&r->mapped) || r->producer)
 		return -EBUSY;
 
-	/* The new ring is charged before the old one is freed. */
+	/* LAB ring 1: charge n = npages + 1 pages (pages[0] is the control
+	 * page) to the module's budget (kml_budget_take()) and to the
+	 * opener's (kml_user_take(); CAP_IPC_LOCK lifts its limit) before the
+	 * old ring is freed; allocate the page array and zeroed pages charged
+	 * to the opener's memory cgroup (GFP_KERNEL_ACCOUNT), and vmap() the
+	 * data pages into one contiguous kernel view. On failure free what was
+	 * allocated (kml_ring_free_pages()) and give back what was taken
+	 * (unbudget, unbudget_global)
+	 */
 	n = npages + 1;
 	ret = kml_budget_take(n);
 	if (ret)
@@ -529,6 +550,7 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 		kml_ring_free_pages(pages, n, NULL);
 		goto unbudget;
 	}
+	/* LAB ring 1 end: return -EOPNOTSUPP; */
 
 	spin_lock_irqsave(&r->wlock, flags);
 	old_pages = r->pages;
@@ -588,6 +610,11 @@ static vm_fault_t kml_vm_fault(struct vm_fault *vmf)
 	struct kml_ring *r = vmf->vma->vm_private_data;
 	struct page *page;
 
+	/* LAB ring 2: hand the faulting address its page: file page pgoff
+	 * is r->pages[pgoff] (0 the control page, then the data), anything
+	 * past them VM_FAULT_SIGBUS; take a reference for the mapping
+	 * (get_page()) and return it in vmf->page
+	 */
 	/* The buffer cannot change while mapped (SET_SIZE says -EBUSY). */
 	if (vmf->pgoff > r->npages)
 		return VM_FAULT_SIGBUS;
@@ -599,6 +626,7 @@ static vm_fault_t kml_vm_fault(struct vm_fault *vmf)
 	get_page(page);
 	vmf->page = page;
 	return 0;
+	/* LAB ring 2 end: return VM_FAULT_SIGBUS; */
 }
 
 static const struct vm_operations_struct kml_ring_vm_ops = {
@@ -614,6 +642,16 @@ static int kml_ring_mmap(struct file *file, struct vm_area_struct *vma)
 	int ret = -EINVAL;
 
 	mutex_lock(&r->lock);
+	/* LAB ring 2: -EINVAL unless the ring is sized, the mapping shared
+	 * and not executable, and it is the control page (offset 0, one
+	 * page) or the whole data area (offset one page, r->size bytes); the
+	 * data is never writable: -EPERM for VM_WRITE, and clear VM_MAYWRITE
+	 * so that mprotect() cannot add it. Clear VM_MAYEXEC, set
+	 * VM_DONTEXPAND | VM_DONTDUMP: with vm_flags_clear() and
+	 * vm_flags_set(), as vm_flags is read-only since 6.3 (kml_compat.h
+	 * has them for 6.1). Install kml_ring_vm_ops and the ring, and count
+	 * the mapping: kml_vm_open(), ST_MMAPS
+	 */
 	/*
 	 * VM_MAYSHARE, not VM_SHARED: the kernel clears VM_SHARED on a
 	 * shared mapping of a file opened read-only, which is still shared.
@@ -642,6 +680,7 @@ static int kml_ring_mmap(struct file *file, struct vm_area_struct *vma)
 	kml_vm_open(vma);
 	kml_stats_inc(kml_ring_stats, ST_MMAPS);
 	ret = 0;
+	/* LAB ring 2 end */
 out:
 	mutex_unlock(&r->lock);
 	return ret;
@@ -761,9 +800,15 @@ static __poll_t kml_ring_poll(struct file *file, poll_table *wait)
 {
 	struct kml_ring *r = file->private_data;
 
+	/* LAB ring 4: put the caller on r->wq with poll_wait() first, then
+	 * check, arming the ring for the watermark (kml_readable()):
+	 * EPOLLIN | EPOLLRDNORM if readable, else 0. Check first, and a
+	 * record published in between would wake nobody
+	 */
 	/* Queued first, then checked and armed under wlock. */
 	poll_wait(file, &r->wq, wait);
 	return kml_readable(r, true) ? EPOLLIN | EPOLLRDNORM : 0;
+	/* LAB ring 4 end: return DEFAULT_POLLMASK; */
 }
 
 /* The watermark is set under lock and wlock: wlock for its readers. */

@@ -362,6 +362,11 @@ static void kml_reset_locked(struct kml_stats_set *set)
 	int cpu;
 
 	lockdep_assert_held(&kml_lock);
+	/* LAB stats 4: reset without writing to any CPU's counters, which
+	 * their CPUs may be adding to right now: record each slot's sum over
+	 * all possible CPUs (kml_slot_read()) as its baseline in base[],
+	 * which kml_slot_sum() subtracts; then call the owner's on_reset
+	 */
 	for (slot = 0; slot < set->nslots; slot++) {
 		sum = 0;
 		for_each_possible_cpu(cpu)
@@ -370,6 +375,7 @@ static void kml_reset_locked(struct kml_stats_set *set)
 	}
 	if (set->on_reset)
 		set->on_reset(set->on_reset_data);
+	/* LAB stats 4 end */
 }
 
 /**
@@ -437,6 +443,11 @@ static void *kml_seq_start(struct seq_file *m, loff_t *pos)
 	loff_t left = *pos;
 
 	mutex_lock(&kml_lock);
+	/* LAB stats 2: find record *pos afresh, as after every read() the
+	 * sets may have changed: SEQ_START_TOKEN for 0 (the header), else
+	 * walk kml_sets to the (*pos - 1)th statistic and point the cursor at
+	 * it; NULL past the end
+	 */
 	if (left == 0)
 		return SEQ_START_TOKEN;
 	left--;
@@ -449,12 +460,17 @@ static void *kml_seq_start(struct seq_file *m, loff_t *pos)
 		left -= set->n;
 	}
 	return NULL;
+	/* LAB stats 2 end: return NULL; */
 }
 
 static void *kml_seq_next(struct seq_file *m, void *v, loff_t *pos)
 {
 	struct kml_cursor *cur = m->private;
 
+	/* LAB stats 2: advance *pos and the cursor by one statistic: from
+	 * the header to the first set's first one, then on through the set
+	 * and into the next set; NULL after the last
+	 */
 	++*pos;
 	if (v == SEQ_START_TOKEN) {
 		cur->set = list_first_entry_or_null(&kml_sets,
@@ -469,6 +485,7 @@ static void *kml_seq_next(struct seq_file *m, void *v, loff_t *pos)
 	cur->set = list_next_entry(cur->set, node);
 	cur->id = 0;
 	return cur;
+	/* LAB stats 2 end: return NULL; */
 }
 
 static void kml_seq_stop(struct seq_file *m, void *v)
@@ -483,6 +500,12 @@ static int kml_seq_show(struct seq_file *m, void *v)
 	struct kml_stats_hist *h;
 	unsigned int k;
 
+	/* LAB stats 2: print one line with seq_printf(): the header
+	 * "# kmodlab-stats <version>" for SEQ_START_TOKEN, else
+	 * "<set> <name> counter <value>" or, for a histogram,
+	 * "<set> <name> hist <count> <sum>" then " <k>:<n>" for each
+	 * non-empty bucket (values from kml_slot_sum(), kml_hist_fill())
+	 */
 	if (v == SEQ_START_TOKEN) {
 		seq_printf(m, "# kmodlab-stats %d\n", KML_STATS_FORMAT_VERSION);
 		return 0;
@@ -503,6 +526,7 @@ static int kml_seq_show(struct seq_file *m, void *v)
 			seq_printf(m, " %u:%llu", k, h->buckets[k]);
 	seq_putc(m, '\n');
 	return 0;
+	/* LAB stats 2 end: return 0; */
 }
 
 static const struct seq_operations kml_seq_ops = {
@@ -532,10 +556,16 @@ static ssize_t kml_stats_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 static const struct proc_ops kml_stats_proc_ops = {
+	/* LAB stats 1: a proc file takes struct proc_ops (since 5.6), not
+	 * file_operations: open with kml_stats_open(), read through
+	 * kml_stats_read_iter(), seek and release with seq_file's helpers
+	 * (seq_lseek, seq_release_private)
+	 */
 	.proc_open	= kml_stats_open,
 	.proc_read_iter	= kml_stats_read_iter,
 	.proc_lseek	= seq_lseek,
 	.proc_release	= seq_release_private,
+	/* LAB stats 1 end */
 };
 
 /* ---- /proc/kmodlab/control ---- */
@@ -579,11 +609,15 @@ static ssize_t kml_ctl_write(struct file *file, const char __user *ubuf,
 	struct kml_ctl_cmd cmd;
 	int ret;
 
-	/*
-	 * The file is world-writable so that the unprivileged get -EPERM
-	 * rather than a permission error at open(). Check the opener's
-	 * credentials too, so a privileged program handed a descriptor by an
-	 * unprivileged one cannot be tricked into writing for it.
+	/* LAB stats 3: the file is world-writable so that the unprivileged
+	 * get -EPERM from write(), not a permission error at open(): refuse
+	 * unless both the opener (file_ns_capable()) and the caller
+	 * (capable()) have CAP_SYS_ADMIN, so a privileged program handed a
+	 * descriptor cannot be tricked into writing for another. Then
+	 * -EINVAL for an empty write or one too long for buf, -EFAULT if
+	 * copy_from_user() fails; NUL-terminate, parse with kml_ctl_parse()
+	 * (-EINVAL on anything but "reset" or "reset <set>") and apply with
+	 * kml_ctl_apply()
 	 */
 	if (!file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN) ||
 	    !capable(CAP_SYS_ADMIN)) {
@@ -601,6 +635,7 @@ static ssize_t kml_ctl_write(struct file *file, const char __user *ubuf,
 	if (ret)
 		goto out;
 	ret = kml_ctl_apply(&cmd);
+	/* LAB stats 3 end: ret = -EOPNOTSUPP; */
 out:
 	if (ret) {
 		kml_self_inc(KML_SELF_CTL_ERRORS);
@@ -715,6 +750,11 @@ static int __init kml_stats_init(void)
 	if (ret)
 		goto err_self;
 
+	/* LAB stats 1: create the directory /proc/kmodlab (proc_mkdir()) and
+	 * in it "stats" (0444, kml_stats_proc_ops) and "control" (0666,
+	 * kml_ctl_proc_ops) with proc_create(); either returns NULL on
+	 * failure: -ENOMEM, undoing what was done (err_proc, err_demo)
+	 */
 	ret = -ENOMEM;
 	kml_proc_dir = proc_mkdir("kmodlab", NULL);
 	if (!kml_proc_dir)
@@ -722,6 +762,7 @@ static int __init kml_stats_init(void)
 	if (!proc_create("stats", 0444, kml_proc_dir, &kml_stats_proc_ops) ||
 	    !proc_create("control", 0666, kml_proc_dir, &kml_ctl_proc_ops))
 		goto err_proc;
+	/* LAB stats 1 end */
 	return 0;
 
 err_proc:
@@ -738,8 +779,12 @@ err_self:
 
 static void __exit kml_stats_exit(void)
 {
-	/* Waits for readers inside a read(); later reads get -EIO. */
+	/* LAB stats 1: remove /proc/kmodlab and what is in it, first: the
+	 * files call into this module. proc_remove() waits for readers inside
+	 * a read(); later reads of a file still open get -EIO
+	 */
 	proc_remove(kml_proc_dir);
+	/* LAB stats 1 end */
 
 	mutex_lock(&kml_demo_lock);
 	kml_demo_live = false;
