@@ -72,7 +72,8 @@ MODULE_PARM_DESC(count, "how many times to greet on load, 1.."
  * its .set parses the text with kstrtouint() and refuses anything outside
  * 1..KML_HELLO_MAX with -EINVAL (the value stays as it was), its .get can
  * be the kernel's param_get_uint(). The same .set checks goodbyes= on the
- * insmod command line, before init runs.
+ * insmod command line, before init runs. Describe it with MODULE_PARM_DESC()
+ * like the others.
  */
 static int goodbyes_set(const char *val, const struct kernel_param *kp)
 {
