@@ -100,7 +100,7 @@ modules: $(KDIR_DEP)
 	@bash -c 'set -o pipefail; $(MAKE) -C $(KDIR) M=$(KBUILDDIR) W=1 \
 		$(if $(filter 0,$(WERROR)),,KCFLAGS=-Werror) $(if $(C),C=$(C)) \
 		$(if $(KMODLAB_MODULES),KMODLAB_MODULES="$(KMODLAB_MODULES)") modules 2>&1 | \
-		sed -u "s|$(KBUILDDIR)/modules/|$(TOP)/modules/|g"'
+		sed -u -E "s|$(KBUILDDIR)/((modules\|uapi)/[^: ]*\.[ch]):|$(TOP)/\1:|g"'
 
 # ---- userspace ----
 CLI := userspace/kml_cli.c
@@ -303,23 +303,23 @@ LAB_PY = $(TOP)/scripts/lab.py
 lab-list:
 	@$(LAB_PY) list
 
-lab: userspace
+lab:
 	@$(LAB_PY) gen $(or $(LAB),$(error LAB=<name>: see make lab-list)) \
-		--step $(or $(STEP),1) $(if $(DIR),--dir $(DIR)) $(if $(FORCE),--force)
+		--step $(or $(STEP),1) $(if $(DIR),--dir '$(DIR)') $(if $(FORCE),--force)
 
 lab-build: $(KDIR_DEP)
-	@$(LAB_PY) build $(LAB) $(if $(DIR),--dir $(DIR))
+	+@$(LAB_PY) build $(LAB) $(if $(DIR),--dir '$(DIR)')
 
 grade: $(KDIR_DEP) userspace selftests
-	@$(LAB_PY) grade $(LAB) $(if $(DIR),--dir $(DIR))
+	+@$(LAB_PY) grade $(LAB) $(if $(DIR),--dir '$(DIR)')
 
 # an instructor's batch: make grade-all LAB=x DIRS="tree1 tree2 ..." CSV=scores.csv
 grade-all: $(KDIR_DEP) userspace selftests
-	@$(LAB_PY) grade-many $(LAB) --csv $(or $(CSV),scores-$(LAB).csv) $(DIRS)
+	+@$(LAB_PY) grade-many $(LAB) --csv $(or $(CSV),scores-$(LAB).csv) $(DIRS)
 
 # every step of every lab is real (part of make check)
 lab-check: $(KDIR_DEP) userspace selftests
-	$(LAB_PY) check $(if $(LAB),--only $(LAB))
+	+$(LAB_PY) check $(if $(LAB),--only $(LAB))
 
 demo:
 	$(TOP)/scripts/demo.sh

@@ -196,14 +196,32 @@ if [[ $p1 == $'multi: kml_probe_test:-F probe_text\ntcg-single: kml_probe_test:-
 else
 	bad "make test probe_text routing (got: $p1 | $p2 | $p3 | $p4)"
 fi
+# A module that does not build stops make test before any guest (it
+# used to go on and test the old .ko): a make whose "modules" fails.
+fake=$(mktemp -d)
+printf '#!/bin/bash\n[[ " $* " == *" modules "* ]] && { echo "error: broken"; exit 2; }\nexec /usr/bin/make "$@"\n' > "$fake/make"
+chmod +x "$fake/make"
+out=$(PATH=$fake:$PATH KMODLAB_TEST_PLAN=1 T=sensor "$here/test.sh" 2>&1)
+rc=$?
+rm -rf "$fake"
+if ((rc != 0)) && [[ $out == *"module build failed"* && $out != *"multi:"* ]]; then
+	ok "make test stops when the module build fails"
+else
+	bad "make test stops when the module build fails (rc $rc: ${out: -200})"
+fi
+p5=$(plan "ring:-f ring")
+[[ $p5 == "multi: kml_ring_test:-f ring" ]] &&
+	ok "make test: a fixture named like a module is an option's value (T='ring:-f ring')" ||
+	bad "make test T='ring:-f ring' (got: $p5)"
+
 # Piped input to make vm runs as a script: no word is lost to the
 # serial port opening late.
-out=$(printf 'echo first-word-kept $KVER\nexit 7\n' |
+out=$(printf 'echo first-word-kept $KVER\ntype -P kml-stats >/dev/null && echo clients-on-path\nexit 7\n' |
 	"$here/vm-run.sh" --interactive --no-gcov \
 	--out "$build/vm/selftest-piped" --timeout 120 2>&1)
 rc=$?
-if ((rc == 7)) && [[ $out == *"first-word-kept $KVER"* ]]; then
-	ok "piped make vm input runs whole, with KVER set, and returns its status"
+if ((rc == 7)) && [[ $out == *"first-word-kept $KVER"* && $out == *clients-on-path* ]]; then
+	ok "piped make vm input runs whole, with KVER and the clients' PATH set, and returns its status"
 else
 	bad "piped make vm input (rc $rc, want 7: $(grep -v '^\[' <<< "$out" | tail -3))"
 fi
@@ -283,6 +301,23 @@ while IFS= read -r line; do
 	esac
 done < "$logs/labs.log"
 ((rc == 0)) || grep -q '^FAIL: ' "$logs/labs.log" || bad "lab check exited $rc (see $logs/labs.log)"
+# One student's module that oopses at load must not cost the others
+# their grade: make grade-all goes on in a fresh guest.
+class=$build/labcheck/class
+rm -rf "$class"
+"$here/lab.py" gen hello --step 5 --dir "$class/alice/hello" > /dev/null &&
+"$here/lab.py" gen hello --step 5 --dir "$class/bob/hello" > /dev/null &&
+sed -i '0,/^static int __init kml_hello_init(void)$/{n;s/^{$/{\n\t*(volatile int *)0 = 1;/}' \
+	"$class/alice/hello/modules/kml_hello/kml_hello.c"
+"$here/lab.py" grade-many hello --csv "$class/scores.csv" "$class/alice/hello" \
+	"$class/bob/hello" > "$logs/grade-many.log" 2>&1
+if grep -q '^alice,.*,0,7,broke the kernel: the kernel oopsed' "$class/scores.csv" &&
+   grep -q '^bob,.*,7,7,$' "$class/scores.csv"; then
+	ok "make grade-all: a module that oopses at load scores 0, the next tree full marks"
+else
+	cat "$class/scores.csv" 2>/dev/null
+	bad "make grade-all with a module that oopses (see $logs/grade-many.log)"
+fi
 fi
 
 if want coverage && want guest; then

@@ -30,6 +30,8 @@ later by "TODO" comments carrying the instruction.
   lab.py guest-run PLAN                (inside the guest) run a plan
 """
 import argparse
+import csv
+import hashlib
 import concurrent.futures
 import json
 import os
@@ -37,13 +39,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python < 3.11 (Ubuntu 22.04): lab.toml's subset
+    tomllib = None
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = os.path.join(REPO, "labs")
 BEGIN = re.compile(r"^(?P<ind>\s*)/\* LAB (?P<lab>[a-z0-9_]+) (?P<step>\d+): ?(?P<text>.*)$")
 END = re.compile(r"^(?P<ind>\s*)/\* LAB (?P<lab>[a-z0-9_]+) (?P<step>\d+) end(?:: (?P<stub>.*?))? \*/\s*$")
-ANY = re.compile(r"/\* LAB [a-z0-9_]+ ")
 # Warnings a skeleton may trigger only because code is missing.
 SKEL_CFLAGS = ("-Wno-unused-function -Wno-unused-variable -Wno-unused-label "
                "-Wno-unused-but-set-variable -Wno-unused-const-variable")
@@ -63,8 +67,7 @@ def load_lab(name):
     if not os.path.exists(path):
         known = ", ".join(lab_names()) or "none"
         raise LabError(f"no lab '{name}' (labs: {known})")
-    with open(path, "rb") as f:
-        lab = tomllib.load(f)
+    lab = read_toml(path)
     lab["name"] = name
     lab["dir"] = os.path.dirname(path)
     for key in ("title", "modules", "sources", "selftest", "step"):
@@ -86,8 +89,37 @@ def lab_names():
 
 
 def load_order(d):
-    with open(os.path.join(LABS, d, "lab.toml"), "rb") as f:
-        return tomllib.load(f).get("order", 99)
+    return read_toml(os.path.join(LABS, d, "lab.toml")).get("order", 99)
+
+
+def read_toml(path):
+    """tomllib where Python has it; else the subset lab.toml uses: key =
+    "string" | integer | ["string", ...] (on one or more lines), [[step]]."""
+    if tomllib:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    doc, cur, pending = {}, None, ""
+    for ln in open(path):
+        ln = pending + ln.split(" #")[0].strip() if not ln.lstrip().startswith("#") else pending
+        if ln.count("[") > ln.count("]"):
+            pending = ln + " "
+            continue
+        pending = ""
+        if not ln:
+            continue
+        if ln == "[[step]]":
+            cur = {}
+            doc.setdefault("step", []).append(cur)
+            continue
+        key, _, val = (x.strip() for x in ln.partition("="))
+        if val.startswith("["):
+            v = re.findall(r'"((?:[^"\\]|\\.)*)"', val)
+        elif val.startswith('"'):
+            v = val[1:-1]
+        else:
+            v = int(val)
+        (cur if cur is not None else doc)[key] = v
+    return doc
 
 
 def regions(path, lab):
@@ -156,7 +188,8 @@ def cut(path, lab, step):
 
 def validate(lab):
     """Markers and manifest agree: every step has code to remove, every
-    marker names a step the manifest has, every graded test exists."""
+    marker names a step the manifest has, every graded test exists (checked
+    when the selftest binary is built)."""
     seen = set()
     for src in lab["sources"]:
         _, regs = regions(os.path.join(REPO, src), lab["name"])
@@ -168,6 +201,24 @@ def validate(lab):
         if st["n"] not in seen:
             raise LabError(f"lab {lab['name']}: step {st['n']} removes no code "
                            f"from {', '.join(lab['sources'])}")
+    # every graded test exists (when the selftest is built: `-l` lists them)
+    binary = os.path.join(REPO, "build", "selftests", lab["selftest"])
+    if os.access(binary, os.X_OK):
+        have, fixture = set(), None
+        listing = subprocess.run([binary, "-l"], capture_output=True, text=True)
+        for ln in (listing.stdout + listing.stderr).splitlines():
+            if not ln.strip() or ln.startswith(("#", "---")):
+                continue
+            words = ln.split()
+            if not ln[0].isspace():
+                fixture = words[0]
+            if len(words) >= (2 if not ln[0].isspace() else 1):
+                have.add(f"{fixture}.{words[-1]}")
+        for st in lab["step"]:
+            for t in st["tests"]:
+                if t not in have:
+                    raise LabError(f"lab {lab['name']}: step {st['n']} grades {t}, "
+                                   f"which {lab['selftest']} does not have")
 
 
 def kdir():
@@ -181,11 +232,15 @@ def gen(lab, step, dest, force=False, quiet=False):
         raise LabError(f"lab {lab['name']} has steps 1..{nsteps} "
                        f"(STEP={nsteps + 1} gives the full solution)")
     validate(lab)
+    guest_visible(dest)
     if os.path.exists(dest):
         if not force:
             raise LabError(f"{dest} exists: it may hold your work. Grade it with "
                            f"`make grade LAB={lab['name']} DIR={dest}`, or remove it "
                            f"(or pass FORCE=1) to start again")
+        # FORCE only ever deletes a student tree (or an empty directory)
+        if os.listdir(dest) and not os.path.exists(os.path.join(dest, ".kmodlab-lab")):
+            raise LabError(f"{dest} is not a student tree (no .kmodlab-lab): not deleting it")
         shutil.rmtree(dest)
     os.makedirs(dest)
     shutil.copy(os.path.join(REPO, "Kbuild"), dest)
@@ -259,29 +314,75 @@ def tests_of(lab, steps):
     return [(st["n"], t) for st in lab["step"] if st["n"] in steps for t in st["tests"]]
 
 
-def vm_run(plan, name, single=False):
-    out = os.path.join(REPO, "build", "vm", name)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    planf = os.path.join(REPO, "build", "vm", name + ".plan.json")
-    with open(planf, "w") as f:
-        json.dump(plan, f)
-    cmd = [os.path.join(REPO, "scripts/vm-run.sh"), "--no-gcov", "--out", out,
-           "--timeout", os.environ.get("KMODLAB_VM_TIMEOUT", "1500")]
-    if single:
-        cmd.append("--tcg-single")
-    cmd += ["--", "python3", os.path.abspath(__file__), "guest-run", planf]
-    rc = subprocess.run(cmd).returncode
-    res = os.path.join(out, "lab-results.json")
-    results = json.load(open(res)) if os.path.exists(res) else None
-    return rc, results, out
+def vm_run(plan, name, single=False, timeout=1500):
+    """Runs @plan in guests: a tree that breaks the kernel (oops, WARN,
+    hang, module stuck loading) is marked "broke" and the trees after it
+    go to a fresh guest. Returns (worst vm-run status, results, the first
+    guest's output directory; later guests' are <dir>.2, <dir>.3, ...)."""
+    out0 = os.path.join(REPO, "build", "vm", name)
+    os.makedirs(os.path.dirname(out0), exist_ok=True)
+    trees, results, worst, n = list(plan["trees"]), {}, 0, 0
+    while trees:
+        n += 1
+        out = out0 if n == 1 else f"{out0}.{n}"
+        planf = out + ".plan.json"
+        with open(planf, "w") as f:
+            json.dump({"trees": trees}, f)
+        cmd = [os.path.join(REPO, "scripts/vm-run.sh"), "--no-gcov", "--out", out,
+               "--timeout", os.environ.get("KMODLAB_VM_TIMEOUT", str(timeout))]
+        if single:
+            cmd.append("--tcg-single")
+        cmd += ["--", sys.executable, os.path.abspath(__file__), "guest-run", planf]
+        rc = subprocess.run(cmd).returncode
+        res = os.path.join(out, "lab-results.json")
+        got = json.load(open(res)) if os.path.exists(res) else {}
+        if rc:
+            worst = worst or rc
+            if not any(r.get("broke") for r in got.values()):
+                # The guest died, hung, or logged a splat the taint flags
+                # did not show: blame the tree it was on, if it was on one.
+                cur = next((t for t in trees if t["name"] not in got), None)
+                if cur is None and len(trees) == 1:
+                    cur = trees[0]
+                if cur is not None:
+                    r = got.setdefault(cur["name"], {"load": {"ok": False, "msg": "not graded"},
+                                                     "tests": {}})
+                    r["broke"] = {124: "the guest hung", 125: "the kernel log has a splat"
+                                  }.get(rc, "the guest died") + f" (vm-run {rc}, see {out})"
+        results.update(got)
+        left = [t for t in trees if t["name"] not in results]
+        if len(left) == len(trees):
+            break  # no progress: give up on the rest
+        trees = left
+    return worst, results or None, out0
 
 
 def guest_visible(dest):
-    """The guest mounts fresh tmpfs on /tmp and /var/tmp (scripts/guest/init.sh)."""
-    for d in ("/tmp", "/var/tmp", "/run", "/dev"):
-        if dest == d or dest.startswith(d + "/"):
+    """A student tree must be where the guest sees it: it mounts its own
+    /tmp, /var/tmp, /run, /dev and the results share on /mnt
+    (scripts/guest/init.sh). Paths with whitespace would not survive the
+    kernel command line and the Makefile."""
+    if re.search(r"\s", dest):
+        raise LabError(f"'{dest}': the tree's path must not contain whitespace")
+    real, repo = os.path.realpath(dest), os.path.realpath(REPO)
+    for d in ("/tmp", "/var/tmp", "/run", "/dev", "/mnt", "/proc", "/sys"):
+        # init.sh leaves /tmp and /var/tmp alone when the repository is there
+        if d in ("/tmp", "/var/tmp") and repo.startswith(d + "/"):
+            continue
+        if real == d or real.startswith(d + "/"):
             raise LabError(f"{dest} is hidden from the test guest (it mounts its own {d}): "
                            f"put the student tree elsewhere, e.g. DIR=$HOME/{os.path.basename(dest)}")
+
+
+def check_lab_of(lab, dest):
+    """Refuses to grade a tree generated for another lab (every tree holds
+    every module's full source: it would get full marks untouched)."""
+    meta = os.path.join(dest, ".kmodlab-lab")
+    if os.path.exists(meta):
+        made = json.load(open(meta)).get("lab")
+        if made != lab["name"]:
+            raise LabError(f"{dest} is a tree of lab '{made}', not '{lab['name']}': "
+                           f"make grade LAB={made} DIR={dest}")
 
 
 def grade(lab, dest):
@@ -289,6 +390,7 @@ def grade(lab, dest):
     guest_visible(dest)
     if not os.path.isdir(dest):
         raise LabError(f"no student tree at {dest}: make lab LAB={lab['name']}")
+    check_lab_of(lab, dest)
     print(f"lab {lab['name']}: building {dest}")
     if not build(lab, dest):
         print(f"Total: [0/{sum(len(s['tests']) for s in lab['step'])}] "
@@ -299,7 +401,10 @@ def grade(lab, dest):
                        "runs": [{"selftest": lab["selftest"],
                                  "tests": [t for _, t in tests_of(lab, range(1, 99))],
                                  "stop_at_fail": False}]}]}
-    rc, results, out = vm_run(plan, f"grade-{lab['name']}")
+    # one results directory per tree, so two grades at once do not mix;
+    # a grading guest that hangs is given up after 10 minutes
+    tag = hashlib.sha1(dest.encode()).hexdigest()[:8]
+    rc, results, out = vm_run(plan, f"grade-{lab['name']}-{tag}", timeout=600)
     if results is None:
         print(f"lab: the guest did not finish (vm-run {rc}); see {out}/console.log")
         return 1
@@ -308,6 +413,9 @@ def grade(lab, dest):
     score, nxt = 0, None
     if not tree["load"]["ok"]:
         print(f"  loading your module failed: {tree['load']['msg']}")
+    if tree.get("broke"):
+        print(f"  your module broke the kernel: {tree['broke']}; the tests after that point did"
+              f" not run (the kernel log: {out}/dmesg.txt, {out}/console.log)")
     for st in lab["step"]:
         print(f"step {st['n']}: {st['title']}")
         for t in st["tests"]:
@@ -317,7 +425,7 @@ def grade(lab, dest):
             elif nxt is None:
                 nxt = st
             print(f"  {t} {'.' * max(3, 50 - len(t))} {verdict} [{score}/{total}]")
-    if rc == 125:
+    if rc == 125 and not tree.get("broke"):
         print("  the guest kernel log has a splat: see "
               f"{out}/dmesg.txt (a WARN, BUG or Oops from your code costs the run)")
     print(f"Total: [{score}/{total}]")
@@ -329,37 +437,69 @@ def grade(lab, dest):
     return 0 if score == total and rc == 0 else 1
 
 
+def student_names(dirs):
+    """Names trees by the path components that differ between them:
+    /srv/class/alice/sensor and /srv/class/bob/sensor are alice and bob."""
+    parts = [d.strip("/").split("/") for d in dirs]
+    if len(parts) < 2:
+        return [os.path.basename(d) for d in dirs]
+    keep = [i for i in range(max(map(len, parts)))
+            if len({p[i] if i < len(p) else "" for p in parts}) > 1]
+    return ["/".join(p[i] for i in keep if i < len(p)) or os.path.basename(d)
+            for p, d in zip(parts, dirs)]
+
+
 def grade_many(lab, dirs, csv_path):
-    """Grades many student trees in one guest; writes a CSV of scores."""
+    """Grades many student trees in as few guests as it can (a tree that
+    breaks the kernel ends its guest); writes a CSV of scores. Non-zero if
+    some tree could not be graded."""
+    dirs = [os.path.abspath(d) for d in dirs]
     trees, rows, total = [], {}, sum(len(s["tests"]) for s in lab["step"])
-    for i, d in enumerate(dirs):
-        d = os.path.abspath(d)
-        guest_visible(d)
-        ok = os.path.isdir(d) and build(lab, d, log=os.path.join(d, "grade-build.log"))
-        rows[d] = {"built": ok}
-        print(f"{d}: " + ("built" if ok else "DOES NOT BUILD (see grade-build.log)"
-                          if os.path.isdir(d) else "no such directory"))
+    for i, (d, who) in enumerate(zip(dirs, student_names(dirs))):
+        rows[d] = {"student": who, "built": False, "note": ""}
+        try:
+            guest_visible(d)
+            if not os.path.isdir(d):
+                raise LabError("no such directory")
+            check_lab_of(lab, d)
+        except LabError as e:
+            rows[d]["note"] = str(e)
+            print(f"{who}: {e}")
+            continue
+        ok = build(lab, d, log=os.path.join(d, "grade-build.log"))
+        rows[d]["built"] = ok
+        if not ok:
+            rows[d]["note"] = "does not build (see grade-build.log)"
+        print(f"{who}: " + ("built" if ok else rows[d]["note"]))
         if ok:
             trees.append({"name": f"t{i}", "ko_dir": d, "kos": ko_files(lab, d),
                           "runs": [{"selftest": lab["selftest"],
                                     "tests": [t for _, t in tests_of(lab, range(1, 99))],
                                     "stop_at_fail": False}]})
             rows[d]["tag"] = f"t{i}"
-    results = {}
+    results, missing = {}, 0
     if trees:
-        rc, results, out = vm_run({"trees": trees}, f"grade-many-{lab['name']}")
+        _, results, _ = vm_run({"trees": trees}, f"grade-many-{lab['name']}", timeout=3000)
         results = results or {}
-    with open(csv_path, "w") as f:
-        f.write("student,dir,built,loads," + ",".join(f"step{s['n']}" for s in lab["step"])
-                + f",total,max\n")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["student", "dir", "built", "loads"] + [f"step{s['n']}" for s in lab["step"]]
+                   + ["total", "max", "note"])
         for d, row in rows.items():
-            r = results.get(row.get("tag"), {"load": {"ok": False}, "tests": {}})
+            r = results.get(row.get("tag"))
+            if row.get("tag") and r is None:
+                missing += 1
+                row["note"] = "not graded (the grading guest failed)"
+            r = r or {"load": {"ok": False}, "tests": {}}
+            if r.get("broke"):
+                row["note"] = f"broke the kernel: {r['broke']}"
             steps = [sum(r["tests"].get(t) == "passed" for t in s["tests"]) for s in lab["step"]]
-            f.write(f"{os.path.basename(d)},{d},{int(row['built'])},{int(r['load']['ok'])},"
-                    + ",".join(map(str, steps)) + f",{sum(steps)},{total}\n")
-            print(f"{os.path.basename(d)}: [{sum(steps)}/{total}]")
+            w.writerow([row["student"], d, int(row["built"]), int(r["load"]["ok"])] + steps
+                       + [sum(steps), total, row["note"]])
+            print(f"{row['student']}: [{sum(steps)}/{total}]"
+                  + (f" ({row['note']})" if row["note"] else ""))
     print(f"scores: {csv_path}")
-    return 0
+    return 1 if missing else 0
 
 
 def check(names, kver_tag):
@@ -417,7 +557,9 @@ def check(names, kver_tag):
         if r is None:
             report(False, f"lab {tag}: not run in the guest")
             continue
-        report(r["load"]["ok"], f"lab {tag}: loads and unloads ({r['load']['msg']})")
+        report(r["load"]["ok"] and not r.get("broke"),
+               f"lab {tag}: loads and unloads ({r['load']['msg']})"
+               + (f"; broke the kernel: {r['broke']}" if r.get("broke") else ""))
         n = len(lab["step"])
         if step > n:
             bad = [t for t, v in r["tests"].items() if v != "passed"]
@@ -441,62 +583,128 @@ def unload_all():
     for m in ("kml_stats_apitest", "kml_ring_apitest", "kml_ring", "kml_probe",
               "kml_probe_target", "kml_sensor", "kml_filter", "kml_hello", "kml_stats"):
         if m in loaded:
-            subprocess.run(["rmmod", m])
+            run_timed(["rmmod", m], 60)
+
+
+def run_timed(cmd, timeout, **kw):
+    """(returncode, output), or (None, output) if @cmd did not end within
+    @timeout s: killed, and not waited for (a process stuck in a module's
+    init cannot die)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return None, ""
+
+
+def kernel_state():
+    """The taint flags, and kmodlab modules stuck loading or unloading."""
+    with open("/proc/sys/kernel/tainted") as f:
+        taint = int(f.read())
+    with open("/proc/modules") as f:
+        stuck = [ln.split()[0] for ln in f if ln.startswith("kml_") and
+                 ("Loading" in ln or "Unloading" in ln)]
+    return taint, stuck
+
+
+TAINT_DIE, TAINT_WARN = 1 << 7, 1 << 9
 
 
 def guest_run(planf):
     """Inside the guest: for each tree, load and unload its modules, then
-    run its selftests one test at a time with KMODLAB_KO_DIR pointing at it."""
+    run its selftests one test at a time with KMODLAB_KO_DIR pointing at it.
+    Results are written after every tree. A tree whose module oopses,
+    WARNs, hangs or stays stuck loading is marked "broke" and ends this
+    guest: the host grades the remaining trees in a fresh one."""
     plan = json.load(open(planf))
     outdir = os.environ.get("KMODLAB_OUT", "/tmp")
     stdir = os.path.join(REPO, "build", "selftests")
-    results, rc = {}, 0
+    tmo = int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT", "120"))
+    results = {}
+
+    def save():
+        with open(os.path.join(outdir, "lab-results.json.new"), "w") as f:
+            json.dump(results, f, indent=1)
+        os.rename(os.path.join(outdir, "lab-results.json.new"),
+                  os.path.join(outdir, "lab-results.json"))
+
     for tree in plan["trees"]:
-        r = {"load": {"ok": True, "msg": "ok"}, "tests": {}}
+        r = {"load": {"ok": True, "msg": "ok"}, "tests": {}, "broke": None}
+        results[tree["name"]] = r
+        taint0, _ = kernel_state()
+
+        def broken(what):
+            taint, stuck = kernel_state()
+            why = []
+            if what:
+                why.append(what)
+            if taint & ~taint0 & TAINT_DIE:
+                why.append("the kernel oopsed")
+            if taint & ~taint0 & TAINT_WARN:
+                why.append("the kernel WARNed")
+            if stuck:
+                why.append(f"{', '.join(stuck)} stuck loading or unloading")
+            if why:
+                r["broke"] = "; ".join(why)
+                print(f"# lab {tree['name']}: {r['broke']}", flush=True)
+            return bool(why)
+
         loaded = []
         for ko in tree["kos"]:
-            p = subprocess.run(["insmod", ko], capture_output=True, text=True)
-            if p.returncode:
+            st, out = run_timed(["insmod", ko], 60)
+            if st is None:
                 r["load"] = {"ok": False, "msg": f"insmod {os.path.basename(ko)}: "
-                             + p.stderr.strip().splitlines()[-1] if p.stderr.strip()
-                             else "insmod failed"}
+                             "init did not return within 60 s"}
+                broken("a module's init does not return")
+                break
+            if st:
+                r["load"] = {"ok": False, "msg": f"insmod {os.path.basename(ko)}: "
+                             + (out.strip().splitlines() or ["failed"])[-1]}
                 break
             loaded.append(os.path.basename(ko)[:-3])
         for m in reversed(loaded):
-            p = subprocess.run(["rmmod", m], capture_output=True, text=True)
-            if p.returncode and r["load"]["ok"]:
-                r["load"] = {"ok": False, "msg": f"rmmod {m}: {p.stderr.strip()}"}
+            if r["broke"]:
+                break
+            st, out = run_timed(["rmmod", m], 60)
+            if st is None:
+                broken(f"rmmod {m} did not return within 60 s")
+            elif st and r["load"]["ok"]:
+                r["load"] = {"ok": False, "msg": f"rmmod {m}: {out.strip()}"}
+        if r["broke"] or broken(None):
+            save()
+            return 0
         env = dict(os.environ, KMODLAB_KO_DIR=tree["ko_dir"],
                    KMODLAB_BIN=os.path.join(REPO, "build", "bin"))
         for run in tree["runs"]:
             for t in run["tests"]:
                 print(f"# lab {tree['name']}: {run['selftest']} -r {t}", flush=True)
-                try:
-                    p = subprocess.run([os.path.join(stdir, run["selftest"]), "-r", t],
-                                       env=env, capture_output=True, text=True,
-                                       timeout=int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT",
-                                                                  "120")))
-                    outp = p.stdout + p.stderr
-                    if re.search(r"^ok \d+ .*# SKIP", outp, re.M):
-                        v = "skipped"
-                    elif re.search(r"^ok \d+ ", outp, re.M) and p.returncode == 0:
-                        v = "passed"
-                    elif re.search(r"^(not )?ok \d+ ", outp, re.M):
-                        v = "failed"
-                    else:
-                        v = "failed"
+                st, outp = run_timed([os.path.join(stdir, run["selftest"]), "-r", t],
+                                     tmo, env=env)
+                if st is None:
+                    v, outp = "failed", f"# {t}: no result within {tmo} s\n"
+                elif re.search(r"^ok \d+ .*# SKIP", outp, re.M):
+                    v = "skipped"
+                elif re.search(r"^ok \d+ ", outp, re.M) and st == 0:
+                    v = "passed"
+                else:
+                    v = "failed"
+                    if not re.search(r"^(not )?ok \d+ ", outp, re.M):
                         outp += f"\n# no such test {t} in {run['selftest']}?\n"
-                except subprocess.TimeoutExpired as e:
-                    v, outp = "failed", f"# timed out\n{e.stdout or ''}"
                 sys.stdout.write(outp)
                 r["tests"][t] = v
+                if broken(None if st is not None else f"{t} hung"):
+                    save()
+                    return 0
                 unload_all()
                 if v == "failed" and run.get("stop_at_fail"):
                     break
-        results[tree["name"]] = r
-    with open(os.path.join(outdir, "lab-results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    return rc
+        if broken(None):
+            save()
+            return 0
+        save()
+    return 0
 
 
 def main():

@@ -35,7 +35,7 @@ usage() {
 # library; the test-only modules live in modules/tests).
 needs() {
 	case $1 in
-	kml_stats)  echo "kml_stats tests" ;;
+	kml_stats)  echo "kml_stats kml_ring tests" ;;	# tests/ has kml_ring_apitest
 	kml_sensor) echo "kml_stats kml_sensor" ;;
 	kml_probe)  echo "kml_stats kml_probe" ;;
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
@@ -44,23 +44,31 @@ needs() {
 	esac
 }
 
-# T is a list of MODULE[:ARGS]; ARGS run to the next word that is a module.
-specs=() build=() gcov_dirs=() probe_single=()
+# T is a list of MODULE[:ARGS]; ARGS run to the next word that is a
+# module. The word after -f/-F/-r/-t/-T/-v/-V is that option's value,
+# even when it looks like a module (fixtures are named hello, ring, ...).
+specs=() build=() gcov_dirs=() list=0
 read -ra words <<< "$T"
+optarg=0
 for w in "${words[@]}"; do
 	m=${w%%:*}
 	m=kml_${m#kml_}
 	m=${m%_test}
-	if [[ " ${mods[*]} " == *" $m "* ]]; then
+	if ((!optarg)) && [[ " ${mods[*]} " == *" $m "* ]]; then
 		args=
 		[[ $w == *:* ]] && args=${w#*:}
 		specs+=("${m}_test:$args")
+		w=$args
 	elif ((${#specs[@]})); then
 		specs[-1]+=" $w"	# another harness argument
 	else
 		usage "no module '${w%%:*}'"
 	fi
+	optarg=0
+	[[ $w == *-[fFrtTvV] ]] && optarg=1
+	[[ " $w " == *" -l "* ]] && list=1
 done
+((${#specs[@]})) || usage "which module? T= names none"
 for s in "${specs[@]}"; do
 	m=${s%_test:*}
 	read -ra b <<< "$(needs "$m")"
@@ -71,11 +79,20 @@ done
 section() { printf '\n=== %s (%d s)\n' "$*" "$SECONDS"; }
 section "build (${build[*]})"
 mk=(make -s --no-print-directory)
-"${mk[@]}" userspace selftests KMODLAB_BUILD_ONLY=1 >/dev/null || exit 1
+"${mk[@]}" userspace selftests >/dev/null || exit 1
 kbuild=$repo/build/kmod/$KVER-$PROFILE
 "${mk[@]}" modules KMODLAB_MODULES="$(printf '%s\n' "${build[@]}" | sort -u | tr '\n' ' ')" |
-	grep -v '^make\[' || true
-((PIPESTATUS[0] == 0)) || { echo "make test: the build failed" >&2; exit 1; }
+	grep -v '^make\['
+st=("${PIPESTATUS[@]}")
+((st[0] == 0)) || { echo "make test: the module build failed (status ${st[0]})" >&2; exit 1; }
+
+# -l lists the tests: no guest needed
+if ((list)); then
+	for s in "${specs[@]}"; do
+		build/selftests/${s%%:*} -l 2>&1
+	done
+	exit 0
+fi
 
 # Split kml_probe's specs: probe_text tests go to a one-thread guest.
 guest=() single=()

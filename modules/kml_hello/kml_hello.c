@@ -81,7 +81,7 @@ static int goodbyes_set(const char *val, const struct kernel_param *kp)
 	unsigned int n;
 	int ret;
 
-	ret = kstrtouint(val, 0, &n);
+	ret = kstrtouint(val, 10, &n);
 	if (ret)
 		return ret;
 	if (n < 1 || n > KML_HELLO_MAX)

@@ -43,9 +43,11 @@ export KMODLAB_OUT=$out KMODLAB_GUEST=1
 
 cd "$repo" || echo "init: cannot enter $repo" >&2
 export KVER=${kmodlab_kver:-6.12} PROFILE=${kmodlab_profile:-default}
+# The same environment for the shell, piped `make vm` scripts and COMMAND
+# (which may set its own KMODLAB_KO_DIR): the clients on PATH, the modules.
+ko=${kmodlab_ko_dir:-$repo/build/kmod/$KVER-$PROFILE}
+export PATH=$repo/build/bin:$PATH KMODLAB_KO_DIR=$ko KMODLAB_BIN=$repo/build/bin KMODLAB_REPO=$repo
 if [[ $mode == shell ]]; then
-	ko=${kmodlab_ko_dir:-$repo/build/kmod/$KVER-$PROFILE}
-	export PATH=$repo/build/bin:$PATH KMODLAB_KO_DIR=$ko KMODLAB_BIN=$repo/build/bin KMODLAB_REPO=$repo
 	echo
 	echo "kmodlab guest: Linux $(uname -r) (KVER=$KVER PROFILE=$PROFILE)"
 	echo "Load a module (kml_stats first: the others use it), e.g.:"

@@ -152,7 +152,7 @@ def unknown_lab_is_a_clear_error():
 @test
 def gen_refuses_to_overwrite_a_student_tree():
     name = lab.lab_names()[0]
-    d = tempfile.mkdtemp()
+    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
     try:
         lab.gen(lab.load_lab(name), 1, d, quiet=True)
         raise AssertionError("gen overwrote an existing tree")
@@ -176,11 +176,88 @@ def gen_refuses_a_step_out_of_range():
 @test
 def grade_refuses_trees_the_guest_cannot_see():
     try:
-        lab.guest_visible("/tmp/student")
+        lab.guest_visible("/run/student")
     except lab.LabError as e:
         assert "hidden from the test guest" in str(e)
         return
     raise AssertionError("no error")
+
+
+@test
+def toml_subset_reader_agrees_with_tomllib():
+    import tomllib
+    for n in lab.lab_names():
+        path = os.path.join(lab.LABS, n, "lab.toml")
+        saved, lab.tomllib = lab.tomllib, None
+        try:
+            mine = lab.read_toml(path)
+        finally:
+            lab.tomllib = saved
+        assert mine == tomllib.load(open(path, "rb")), n
+
+
+@test
+def force_deletes_only_a_student_tree():
+    lb = lab.load_lab(lab.lab_names()[0])
+    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
+    precious = os.path.join(d, "thesis.tex")
+    open(precious, "w").close()
+    try:
+        lab.gen(lb, 1, d, force=True, quiet=True)
+        raise AssertionError("FORCE deleted a directory that is no student tree")
+    except lab.LabError as e:
+        assert "not a student tree" in str(e) and os.path.exists(precious)
+    finally:
+        os.unlink(precious)
+        os.rmdir(d)
+
+
+@test
+def a_tree_of_another_lab_is_refused():
+    names = lab.lab_names()
+    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
+    os.rmdir(d)
+    try:
+        lab.gen(lab.load_lab(names[0]), 1, d, quiet=True)
+        lab.check_lab_of(lab.load_lab(names[1]), d)
+        raise AssertionError("graded a tree of another lab")
+    except lab.LabError as e:
+        assert f"a tree of lab '{names[0]}'" in str(e)
+    finally:
+        import shutil
+        shutil.rmtree(d)
+
+
+@test
+def hidden_and_odd_tree_paths_are_refused():
+    bad_paths = ["/mnt/x", "/run/x", "/home/a b/x"]
+    if not os.path.realpath(lab.REPO).startswith("/tmp/"):
+        bad_paths.append("/tmp/x")
+    for bad in bad_paths:
+        try:
+            lab.guest_visible(bad)
+            raise AssertionError(f"{bad} accepted")
+        except lab.LabError:
+            pass
+    link = os.path.join(os.path.expanduser("~"), ".kmodlab-test-link")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink("/run", link)
+    try:
+        lab.guest_visible(os.path.join(link, "tree"))
+        raise AssertionError("a symlink into /tmp was accepted")
+    except lab.LabError:
+        pass
+    finally:
+        os.unlink(link)
+
+
+@test
+def students_are_named_by_what_differs_in_their_paths():
+    assert lab.student_names(["/srv/class/alice/sensor", "/srv/class/bob/sensor"]) == \
+        ["alice", "bob"]
+    assert lab.student_names(["/a/x", "/b/y"]) == ["a/x", "b/y"]
+    assert lab.student_names(["/srv/one"]) == ["one"]
 
 
 def main():
