@@ -38,7 +38,10 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-	apt-get update >&2
-	apt-get install -y --no-install-recommends "${missing[@]}" >&2
+# Another apt/dpkg (unattended upgrades, or make check-all's background
+# kernel builds installing their source) may hold the lock: wait for it.
+apt=(apt-get -o DPkg::Lock::Timeout=1200)
+if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2; then
+	"${apt[@]}" update >&2
+	"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2
 fi

@@ -49,8 +49,18 @@ unpack() {
 	touch "$stamp"
 }
 
+# One build or unpack of a KVER at a time: `make check-all` builds the
+# next kernels in the background while the first one's tests run, and a
+# run that needs a kernel being built waits here, then finds it built.
+lock() {
+	mkdir -p "$cache"
+	exec {lockfd}> "$cache/.kernel-$KVER.lock"
+	flock "$lockfd"
+}
+
 build() {
 	"$here/deps.sh" kernel
+	lock
 	unpack
 	local out
 	out=$(kdir)
@@ -130,7 +140,7 @@ case ${1:-} in
 build)	build ;;
 export)	export_kernel "${2:?usage: kernel.sh export FILE.tar.gz}" ;;
 import)	import_kernel "${2:?usage: kernel.sh import FILE.tar.gz}" ;;
-unpack)	"$here/deps.sh" kernel; unpack ;;
+unpack)	"$here/deps.sh" kernel; lock; unpack ;;
 kdir)	kdir ;;
 src)	echo "$srcdir" ;;
 *)	echo "usage: $0 build|unpack|kdir|src|export F|import F" >&2; exit 2 ;;
