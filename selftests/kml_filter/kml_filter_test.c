@@ -960,7 +960,16 @@ TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 	ASSERT_EQ(0, list(self->fa, after, &na));
 	ia = info_of(self->fa);
 	ASSERT_EQ(nb, na);
-	EXPECT_EQ(0, memcmp(before, after, nb * sizeof(before[0])));
+	/*
+	 * The rules are unchanged; their counters may have moved: IPv6
+	 * neighbour discovery in the namespace matches "accept ipv6 icmpv6"
+	 * at any time (it did, once, on the 6.1 guest).
+	 */
+	for (k = 0; k < nb; k++) {
+		EXPECT_EQ(0, memcmp(&before[k].rule, &after[k].rule, sizeof(before[k].rule)))
+			TH_LOG("rule %u", k);
+		EXPECT_LE(before[k].packets, after[k].packets);
+	}
 	EXPECT_EQ(ib.generation, ia.generation);
 	EXPECT_EQ(KML_FILTER_DROP, ia.policy);
 }
