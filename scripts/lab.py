@@ -281,12 +281,12 @@ clean:
             print(f"  then: make grade LAB={lab['name']} DIR={dest}")
 
 
-def build(lab, dest, log=None, werror=False, jobs=None):
+def build(lab, dest, log=None, jobs=None):
     """Builds the lab's modules in @dest (a student tree): True if it built."""
     mods = " ".join(lab["modules"])
     cmd = ["make", "-C", kdir(), f"M={dest}", "W=1", "GCOV_PROFILE=n",
            f"KMODLAB_MODULES={mods}",
-           f"KCFLAGS={'-Werror ' if werror else ''}{SKEL_CFLAGS}", "modules"]
+           f"KCFLAGS={SKEL_CFLAGS}", "modules"]
     if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
         cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
     if log:
