@@ -46,7 +46,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install dkms-install check-all check-stock check-loaded \
-	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import \
+	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
 
@@ -69,6 +69,8 @@ help:
 	@echo 'make check-all  what CI runs: make check, the 6.1 and debug guests, the stock kernels'
 	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12)'
 	@echo 'make check-loaded make check while stress-ng keeps every host CPU busy'
+	@echo 'make check COVERAGE=per-test  coverage captured after each test, not each program'
+	@echo 'make coverage FROM=F  lcov report from counters kml-gcov-collect gathered (any kernel)'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios'
@@ -286,6 +288,14 @@ check-all:
 	$(TOP)/scripts/check-all.sh
 
 # make check with every host CPU kept busy: verdicts must not depend on speed.
+# The coverage report from counters gathered by scripts/kml-gcov-collect on
+# any test machine (README, "Coverage on your own kernel"); GCOV=gcov-N
+# when the modules' compiler is not the default gcc.
+coverage:
+	$(TOP)/scripts/coverage.sh --out $(or $(OUT),$(BUILD)/coverage) \
+		$(if $(MIN),--min $(MIN) --branch-min $(MIN)) \
+		$(or $(FROM),$(error FROM=<archive or directory from kml-gcov-collect>))
+
 check-loaded:
 	$(TOP)/scripts/check-loaded.sh
 

@@ -1,57 +1,142 @@
 #!/bin/bash
-# Turn the .gcda files the VM runner copied back into an lcov report.
-#   scripts/coverage.sh KBUILD_DIR OUT_DIR MIN_PERCENT
-# Writes OUT_DIR/kmodlab.info and the HTML report OUT_DIR/html/index.html,
-# prints a table of line and function coverage per module, and one line
-# per module: "COVERAGE-OK ..." or "COVERAGE-LOW ..." (below MIN_PERCENT
-# of lines, or no data at all: a module that only compiles is not tested).
+# The coverage report of the kmodlab modules, from counters collected by
+# scripts/kml-gcov-collect (in our guests, or on your own test machine).
+#
+#   scripts/coverage.sh [options] FROM...     (make coverage FROM=...)
+#
+# FROM is an archive written by `kml-gcov-collect run|archive`, or a
+# directory of captures (`kml-gcov-collect capture DIR NAME`). Each
+# capture is named after the test (or program) that ran while it was
+# counted; the report shows, for every line, which of them ran it.
+#
+#   --out DIR       where the report goes (default build/coverage)
+#   --min N         lines gate, percent (default 0: report only)
+#   --branch-min N  branches gate, percent (default 0)
+#   --all           every module must have data (make check)
+#
+# Writes DIR/kmodlab.info (one test name per capture) and the HTML in
+# DIR/html/index.html, prints a table per module and one line per module,
+# "COVERAGE-OK ..." or "COVERAGE-LOW ...", and with several captures the
+# per-test report (DIR/only-one-test.txt lists lines only one test runs).
+# Exits non-zero when a gate fails.
+#
+# Counters never go into the build tree: each capture is read where it
+# was unpacked, next to links to the build's .gcno files, so no report can
+# mix counters of two runs (or stale .gcda files of an earlier one).
+# GCOV=gcov-N picks the gcov of the compiler that built the modules.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-kbuild=$(cd "$1" && pwd) out=$2 min=$3
+out=$repo/build/coverage lmin=0 bmin=0 all=
+from=()
+while (($#)); do
+	case $1 in
+	--out)		out=$2; shift 2 ;;
+	--min)		lmin=$2; shift 2 ;;
+	--branch-min)	bmin=$2; shift 2 ;;
+	--all)		all=--all; shift ;;
+	-*)		echo "coverage.sh: unknown option $1" >&2; exit 2 ;;
+	*)		from+=("$1"); shift ;;
+	esac
+done
+if ((${#from[@]} == 0)); then
+	echo "coverage.sh: no counters given: make coverage FROM=<archive or directory from kml-gcov-collect>" >&2
+	exit 2
+fi
+gcov=${GCOV:-gcov}
+command -v lcov > /dev/null || "$here/deps.sh" pkg=lcov || exit 2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
 mkdir -p "$out"
 
-lcov -q --capture --directory "$kbuild/modules" --output-file "$out/raw.info" \
-	--ignore-errors gcov \
-	--rc lcov_branch_coverage=1 2> >(grep -v 'redefined at' >&2)
-if [[ -s $out/raw.info ]]; then
-	# The build compiled symlinks in a mirror; report the real sources.
-	sed "s|^SF:$kbuild/|SF:$repo/|" "$out/raw.info" > "$out/mapped.info"
-	lcov -q --extract "$out/mapped.info" "$repo/modules/*" \
-		--output-file "$out/kmodlab.info" --rc lcov_branch_coverage=1
-	genhtml -q --rc genhtml_branch_coverage=1 -o "$out/html" \
-		"$out/kmodlab.info" > /dev/null &&
-		echo "coverage report: $out/html/index.html"
+# Unpack; find the captures (a directory holding .kml-capture).
+caps=()
+i=0
+for f in "${from[@]}"; do
+	i=$((i + 1))
+	if [[ -f $f ]]; then
+		mkdir -p "$work/in$i"
+		tar -C "$work/in$i" -xzf "$f" || { echo "coverage.sh: cannot unpack $f" >&2; exit 2; }
+		f=$work/in$i
+	elif [[ ! -d $f ]]; then
+		echo "coverage.sh: no such archive or directory: $f" >&2
+		exit 2
+	fi
+	while IFS= read -r c; do
+		caps+=("$(cd "${c%/.kml-capture}" && pwd)")
+	done < <(find "$f" -name .kml-capture | sort)
+done
+if ((${#caps[@]} == 0)); then
+	echo "coverage.sh: no captures in ${from[*]} (written by kml-gcov-collect?)" >&2
+	exit 2
 fi
 
-printf '%-12s %8s %12s %8s %12s\n' MODULE LINES HIT FUNCS HIT
-rc=0
-for dir in "$repo"/modules/*/; do
-	mod=$(basename "$dir")
-	[[ $mod == include || $mod == tests ]] && continue
-	read -r lf lh fnf fnh < <(awk -v d="SF:$repo/modules/$mod/" '
-		/^SF:/ { on = index($0, d) == 1 }
-		on && /^LF:/ { lf += substr($0, 4) }
-		on && /^LH:/ { lh += substr($0, 4) }
-		on && /^FNF:/ { fnf += substr($0, 5) }
-		on && /^FNH:/ { fnh += substr($0, 5) }
-		END { print lf + 0, lh + 0, fnf + 0, fnh + 0 }' \
-		"$out/kmodlab.info" 2>/dev/null || echo 0 0 0 0)
-	if ((lf == 0)); then
-		printf '%-12s %8s\n' "$mod" "no data"
-		echo "COVERAGE-LOW $mod: no coverage data (not exercised in the guest)"
-		rc=1
-		continue
-	fi
-	lp=$(awk -v a="$lh" -v b="$lf" 'BEGIN { printf "%.1f", 100 * a / b }')
-	fp=$(awk -v a="$fnh" -v b="$fnf" 'BEGIN { printf "%.1f", b ? 100 * a / b : 100 }')
-	printf '%-12s %8s %11s%% %8s %11s%%\n' "$mod" "$lh/$lf" "$lp" "$fnh/$fnf" "$fp"
-	if awk -v p="$lp" -v m="$min" 'BEGIN { exit !(p >= m) }'; then
-		echo "COVERAGE-OK $mod: $lp% of lines (>= $min%), $fp% of functions"
-	else
-		echo "COVERAGE-LOW $mod: $lp% of lines (< $min%), $fp% of functions"
-		rc=1
-	fi
+# Each counter file's .gcno must be at the path the counters name: the
+# build machine's directory, which the module recorded when it was built.
+missing=
+for c in "${caps[@]}"; do
+	while IFS= read -r g; do
+		rel=${g#"$c"}
+		if [[ -e ${rel%.gcda}.gcno ]]; then
+			ln -sf "${rel%.gcda}.gcno" "${g%.gcda}.gcno"
+		else
+			missing=${rel%.gcda}.gcno
+		fi
+	done < <(find "$c" -name '*.gcda')
 done
+if [[ -n $missing ]]; then
+	echo "coverage.sh: no $missing: these counters come from modules built elsewhere." >&2
+	echo "  Report on the machine (and in the directory) that built them, from the same build." >&2
+	exit 2
+fi
+
+# A gcov of another gcc than the one that built the modules cannot read
+# their notes; lcov would then drop every file with a "version" error.
+one=$(find "${caps[0]}" -name '*.gcda' | head -1)
+if [[ -n $one ]]; then
+	msg=$(cd "$work" && "$gcov" -n -o "${one%/*}" "$one" 2>&1 >/dev/null)
+	if [[ $msg == *version* ]] || ! command -v "$gcov" > /dev/null; then
+		cc=$(sed -n 's/^compiler=//p' "${caps[0]}/.kml-capture")
+		echo "coverage.sh: $gcov cannot read these counters: ${msg:-not found}" >&2
+		echo "  $gcov is: $("$gcov" --version 2>/dev/null | head -1)" >&2
+		echo "  the kernel they ran on was built by: $cc" >&2
+		echo "  Use the gcov of the gcc that built the modules, e.g. make coverage GCOV=gcov-12 FROM=..." >&2
+		exit 2
+	fi
+fi
+
+# One lcov capture per capture, named after it; two at a time per CPU.
+for c in "${caps[@]}"; do
+	printf '%s\0' "$c"
+done | xargs -0 -P "$(nproc)" -I{} bash -c '
+	c=$1 gcov=$2 name=$(sed -n "s/^name=//p" "$1/.kml-capture")
+	[[ -n $(find "$c" -name "*.gcda" -print -quit) ]] || exit 0
+	lcov -q --capture --gcov-tool "$gcov" -t "$name" --directory "$c" \
+		--output-file "$c.info" --rc lcov_branch_coverage=1 \
+		--ignore-errors gcov 2> >(grep -v "redefined at" >&2)' _ {} "$gcov"
+infos=()
+for c in "${caps[@]}"; do
+	[[ -s $c.info ]] && infos+=(-a "$c.info")
+done
+if ((${#infos[@]} == 0)); then
+	echo "coverage.sh: the captures hold no counters of kmodlab modules" >&2
+	exit 1
+fi
+lcov -q "${infos[@]}" --output-file "$work/merged.info" --rc lcov_branch_coverage=1 &&
+"$here/lcovtool.py" realpath "$work/merged.info" "$work/real.info" &&
+lcov -q --extract "$work/real.info" "$repo/modules/*" --output-file "$out/kmodlab.info" \
+	--rc lcov_branch_coverage=1 || exit 1
+details=()
+((${#caps[@]} > 1)) && details=(--show-details)
+genhtml -q --rc genhtml_branch_coverage=1 "${details[@]}" -o "$out/html" \
+	"$out/kmodlab.info" > /dev/null &&
+	echo "coverage report: $out/html/index.html (${#caps[@]} captures)"
+
+rc=0
+"$here/lcovtool.py" table "$out/kmodlab.info" "$repo/modules" "$lmin" "$bmin" $all || rc=1
+if ((${#caps[@]} > 1)); then
+	"$here/lcovtool.py" tests "$out/kmodlab.info" --lines "$out/only-one-test.txt"
+	echo "lines only one test runs: $out/only-one-test.txt"
+fi
 exit $rc

@@ -138,7 +138,8 @@ run() { # $1 = name, then vm-run options, --, specs
 	[[ -s $tap ]] && results+=$(grep -E '^(not )?ok [0-9]+ ' "$tap")$'\n'
 }
 results=
-find "$kbuild" -name '*.gcda' -delete 2>/dev/null
+# the report must not mix in a guest of an earlier make test
+rm -rf "$repo"/build/vm/test-{multi,tcg-single}
 gopt=(--no-gcov)
 ((cov)) && gopt=(--gcov-only "$(IFS=,; echo "${gcov_dirs[*]}")")
 ((${#guest[@]})) && run multi "${gopt[@]}" -- scripts/guest/selftests.sh "${guest[@]}"
@@ -147,24 +148,22 @@ gopt=(--no-gcov)
 
 if ((cov)); then
 	section "coverage"
-	for d in "${gcov_dirs[@]}"; do
-		info=$repo/build/vm/test-cov-$(basename "$d").info
-		lcov -q --capture --directory "$kbuild/$d" --output-file "$info.raw" \
-			--rc lcov_branch_coverage=1 --ignore-errors gcov 2>/dev/null &&
-		# only the module's own files (not the kernel headers it inlines);
-		# extracting also adds the LF/LH/BRF/BRH totals
-		lcov -q --extract "$info.raw" "$kbuild/$d*" --output-file "$info" \
-			--rc lcov_branch_coverage=1 2>/dev/null
-		if [[ ! -s $info ]]; then
-			echo "$(basename "$d"): no coverage data"
-			continue
-		fi
-		awk -v m="$(basename "$d")" -F: '
-			/^LF:/ { lf += $2 } /^LH:/ { lh += $2 }
-			/^BRF:/ { bf += $2 } /^BRH:/ { bh += $2 }
-			END { printf "%s: lines %.1f%% (%d/%d), branches %.1f%% (%d/%d)\n", m,
-				lf ? 100 * lh / lf : 0, lh, lf, bf ? 100 * bh / bf : 0, bh, bf }' "$info"
+	caps=()
+	for d in "$repo"/build/vm/test-{multi,tcg-single}/gcov; do
+		[[ -d $d ]] && caps+=("$d")
 	done
+	if ((${#caps[@]})); then
+		# the same report as make check, for this run's modules only
+		"$here/coverage.sh" --out "$repo/build/vm/test-coverage" "${caps[@]}" \
+			> "$repo/build/vm/test-coverage.log" 2>&1
+		for d in "${gcov_dirs[@]}"; do
+			m=$(basename "$d")
+			grep -E "^(MODULE|$m) " "$repo/build/vm/test-coverage.log" | grep -v COVERAGE || true
+		done | awk '!seen[$0]++'
+		echo "report: $repo/build/vm/test-coverage/html/index.html"
+	else
+		echo "no coverage data"
+	fi
 fi
 section "results"
 p=$(grep -cE '^ok [0-9]+ ' <<< "$results")

@@ -9,8 +9,9 @@
 #   OUT/console.log  everything the guest printed (kernel and COMMAND)
 #   OUT/dmesg.txt    the guest's kernel log
 #   OUT/status       COMMAND's exit status
-# and every .gcda under the guest's /sys/kernel/debug/gcov is copied back
-# beside its .gcno.
+#   OUT/gcov/NAME    the kmodlab modules' coverage counters, one capture per
+#                    program or test (scripts/kml-gcov-collect; report them
+#                    with scripts/coverage.sh OUT/gcov, i.e. make coverage)
 #
 # Exit status: COMMAND's, unless the run itself went wrong:
 #   124  the guest did not power off within --timeout
@@ -28,8 +29,8 @@
 #   --tcg-single   one host thread for all vCPUs (-accel tcg,thread=single):
 #                  for tests that patch kernel text while another vCPU runs
 #                  it, which multi-threaded TCG does not emulate faithfully
-#   --no-gcov      do not copy coverage counters back
-#   --gcov-only P,…  copy back only the counters whose path contains one of
+#   --no-gcov      do not capture coverage counters
+#   --gcov-only P,…  capture only the counters whose path contains one of
 #                  these (e.g. modules/kml_sensor/): each file costs an exec
 #   --stock DIR    boot a stock distro kernel prepared by scripts/stock.sh:
 #                  DIR/vmlinuz, DIR/initrd.gz, DIR/lib/modules; the host's /
@@ -210,14 +211,6 @@ else
 	run_qemu tcg || qrc=$?
 fi
 secs=$((SECONDS - t0))
-
-# Put the coverage counters back where gcov and lcov look for them.
-if ((gcov)) && [[ -d $out/gcov ]]; then
-	(cd "$out/gcov" && find . -name '*.gcda') | while IFS= read -r f; do
-		dst=${f#.}
-		[[ -e ${dst%.gcda}.gcno ]] && cp "$out/gcov/$f" "$dst"
-	done
-fi
 
 rc=0
 if ((qrc == 124)); then

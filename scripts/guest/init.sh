@@ -47,6 +47,11 @@ export KVER=${kmodlab_kver:-6.12} PROFILE=${kmodlab_profile:-default}
 # (which may set its own KMODLAB_KO_DIR): the clients on PATH, the modules.
 ko=${kmodlab_ko_dir:-$repo/build/kmod/$KVER-$PROFILE}
 export PATH=$repo/build/bin:$PATH KMODLAB_KO_DIR=$ko KMODLAB_BIN=$repo/build/bin KMODLAB_REPO=$repo
+# kmodlab_gcov_only=P,... keeps the counters whose path contains a P.
+export KMODLAB_GCOV=${kmodlab_gcov:-1} KMODLAB_GCOV_ONLY=${kmodlab_gcov_only:-/modules/kml_,/modules/tests/}
+# Each run counts from zero (a user's machine may hold counters of an
+# earlier run; here it is a fresh boot, and the reset is one write).
+[[ $KMODLAB_GCOV == 1 && -w /sys/kernel/debug/gcov/reset ]] && echo 1 > /sys/kernel/debug/gcov/reset
 if [[ $mode == shell ]]; then
 	echo
 	echo "kmodlab guest: Linux $(uname -r) (KVER=$KVER PROFILE=$PROFILE)"
@@ -72,20 +77,11 @@ if [[ -w /sys/kernel/debug/kmemleak ]]; then
 	echo scan > /sys/kernel/debug/kmemleak
 	cat /sys/kernel/debug/kmemleak > "$out/kmemleak.txt"
 fi
-# Coverage counters, kept at their absolute paths for the host to put back.
-# kmodlab_gcov_only=P,... keeps those whose path contains a P.
-[[ ${kmodlab_gcov:-1} == 1 ]] &&
-(cd /sys/kernel/debug/gcov 2>/dev/null &&
- IFS=, read -ra only <<< "${kmodlab_gcov_only:-/}"
- made=
- find . -name '*.gcda' | while IFS= read -r f; do
-	keep=0
-	for p in "${only[@]}"; do [[ $f == *"$p"* ]] && keep=1; done
-	((keep)) || continue
-	[[ $made == "${f%/*}" ]] || mkdir -p "$out/gcov/${f%/*}"
-	made=${f%/*}
-	cat "$f" > "$out/gcov/$f"	# cp fails on debugfs' fake sizes
- done)
+# Coverage counters, with the same collector a user runs on their own
+# test machine (scripts/kml-gcov-collect), unless COMMAND captured its own
+# (scripts/guest/selftests.sh names one capture per program or test).
+[[ ${kmodlab_gcov:-1} == 1 && -d /sys/kernel/debug/gcov && ! -e $out/gcov ]] &&
+	"$repo/scripts/kml-gcov-collect" -m "$KMODLAB_GCOV_ONLY" capture "$out/gcov" all
 dmesg > "$out/dmesg.txt"
 # The share has no write cache (9p cache=none, virtiofs cache=none):
 # every write has reached the host when it returns, so no sync.

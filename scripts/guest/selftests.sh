@@ -10,6 +10,13 @@
 #
 # KMODLAB_SELFTEST_DIR picks the binaries (default build/selftests;
 # build/selftests32 holds the same tests built with -m32).
+#
+# Coverage (when the guest counts it, KMODLAB_GCOV=1): the counters are
+# reset before each program and captured after it and its modules' unload,
+# one capture per program, named after it (scripts/kml-gcov-collect).
+# KMODLAB_COVERAGE=per-test runs each test alone (-r FIXTURE.TEST) and
+# captures each one, so the report shows which test ran every line; the
+# unload after the program's last test is its own capture, PROGRAM__unload.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 export KMODLAB_KO_DIR=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}
@@ -33,6 +40,50 @@ unload_all() {
 	done
 	return 0
 }
+collect=$repo/scripts/kml-gcov-collect
+gcov_on=0 per_test=0
+[[ ${KMODLAB_GCOV:-0} == 1 && -w /sys/kernel/debug/gcov/reset ]] && gcov_on=1
+((gcov_on)) && [[ ${KMODLAB_COVERAGE:-} == per-test ]] && per_test=1
+reset_counters() { ((gcov_on)) && echo 1 > /sys/kernel/debug/gcov/reset; }
+capture() { # NAME: letters, digits, _ (what lcov accepts as a test name)
+	((gcov_on)) || return 0
+	local name=${1//[^A-Za-z0-9_]/_} n=1
+	while [[ -e $KMODLAB_OUT/gcov/$name${n/#1/} ]]; do n=$((n + 1)); done
+	"$collect" -m "${KMODLAB_GCOV_ONLY:-/modules/}" capture "$KMODLAB_OUT/gcov" "$name${n/#1/}"
+}
+# The tests a harness command line selects (-f/-F fixture, -t/-T test,
+# -r/-R FIXTURE.TEST; includes, if any, must match, excludes must not),
+# from the program's -l listing; none of ours has variants.
+selected() { # BINARY ARGS...
+	local t=$1 inc=() exc=() name ok a
+	shift
+	while (($#)); do
+		case $1 in
+		-f|-t|-r) inc+=("$1 $2"); shift 2 ;;
+		-F|-T|-R) exc+=("${1,,} $2"); shift 2 ;;
+		*) return 1 ;;	# anything else: not a plain selection
+		esac
+	done
+	# -F/-T/-R were lowered to -f/-t/-r: match() tests either kind
+	match() {
+		case $1 in
+		"-f "*) [[ ${1#* } == "${name%%.*}" ]] ;;
+		"-t "*) [[ ${1#* } == "${name#*.}" ]] ;;
+		"-r "*) [[ ${1#* } == "$name" ]] ;;
+		esac
+	}
+	"$t" -l 2>&1 | awk '/^(#|---)/ || !NF { next }
+		!/^[ \t]/ { fix = $1 } NF >= (/^[ \t]/ ? 1 : 2) { print fix "." $NF }' |
+	while IFS= read -r name; do
+		ok=1
+		if ((${#inc[@]})); then
+			ok=0
+			for a in "${inc[@]}"; do match "$a" && ok=1; done
+		fi
+		for a in "${exc[@]}"; do match "$a" && ok=0; done
+		((ok)) && echo "$name"
+	done
+}
 specs=("$@")
 if ((${#specs[@]} == 0)); then
 	for t in "$stdir"/*; do
@@ -51,8 +102,24 @@ for spec in "${specs[@]}"; do
 	fi
 	unload_all
 	echo "# selftest: $spec" | tee -a "$tap"
+	prog=${spec%%:*}
+	if ((per_test)) && tests=$(selected "$t" "${args[@]}") && [[ -n $tests ]]; then
+		while IFS= read -r name; do
+			reset_counters
+			"$t" -r "$name" 2>&1 | tee -a "$tap"
+			((PIPESTATUS[0] == 0)) || rc=1
+			capture "${prog}__${name/./__}"
+		done <<< "$tests"
+		reset_counters
+		unload_all
+		capture "${prog}__unload"
+		continue
+	fi
+	reset_counters
 	"$t" "${args[@]}" 2>&1 | tee -a "$tap"
 	((PIPESTATUS[0] == 0)) || rc=1
+	unload_all
+	capture "$prog"
 done
 unload_all
 exit $rc

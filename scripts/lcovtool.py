@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Reads lcov tracefiles (the .info format) for scripts/coverage.sh.
+
+  lcovtool.py realpath IN OUT          SF: paths resolved (the build compiles
+                                       links in a mirror; report the sources)
+  lcovtool.py table INFO ROOT LMIN BMIN [--all]
+                                       per-module lines, branches, functions
+                                       of ROOT/<module>/ files, and one line per
+                                       module: COVERAGE-OK or COVERAGE-LOW
+  lcovtool.py tests INFO [--lines F]   per-test report: tests that reach no line
+                                       that no other test reaches, and lines
+                                       reached by exactly one test (all of them
+                                       in F)
+
+Pure logic on text, no lcov needed: tested by selftests/host/test_lcovtool.py.
+"""
+import os
+import sys
+from collections import defaultdict
+
+
+def parse(text):
+    """Yields (test, file, kind, key, value) for DA, BRDA and FNDA records.
+
+    kind "line": key = line number, value = hits.
+    kind "branch": key = (line, block, branch), value = taken (0 for "-").
+    kind "fn": key = function name, value = hits.
+    """
+    test = file = None
+    for raw in text.splitlines():
+        tag, _, rest = raw.partition(":")
+        if tag == "TN":
+            test = rest or None
+        elif tag == "SF":
+            file = rest
+        elif tag == "end_of_record":
+            file = None
+        elif file is None:
+            continue
+        elif tag == "DA":
+            line, hits = rest.split(",")[:2]
+            yield test, file, "line", int(line), int(hits)
+        elif tag == "BRDA":
+            line, block, branch, taken = rest.split(",")
+            yield (test, file, "branch", (int(line), int(block), int(branch)),
+                   0 if taken == "-" else int(taken))
+        elif tag == "FNDA":
+            hits, name = rest.split(",", 1)
+            yield test, file, "fn", name, int(hits)
+
+
+def totals(text):
+    """{file: {kind: (found, hit)}} over all tests (a hit in any counts)."""
+    hit = defaultdict(lambda: defaultdict(dict))
+    for _, f, kind, key, value in parse(text):
+        seen = hit[f][kind]
+        seen[key] = seen.get(key, 0) or value
+    return {f: {k: (len(v), sum(1 for x in v.values() if x)) for k, v in kinds.items()}
+            for f, kinds in hit.items()}
+
+
+def module_of(path, root):
+    """The module a source belongs to: ROOT/<module>/..., else None."""
+    root = root.rstrip("/") + "/"
+    if not path.startswith(root):
+        return None
+    mod, sep, _ = path[len(root):].partition("/")
+    return mod if sep else None
+
+
+def pct(hit, found):
+    return 100.0 * hit / found if found else 100.0
+
+
+def table(text, root, modules, lmin, bmin, require_all):
+    """The per-module table and gate lines; returns (lines, ok)."""
+    per = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for f, kinds in totals(text).items():
+        mod = module_of(f, root)
+        if mod is None:
+            continue
+        for kind, (found, hit) in kinds.items():
+            per[mod][kind][0] += found
+            per[mod][kind][1] += hit
+    out = ["%-12s %16s %18s %14s" % ("MODULE", "LINES", "BRANCHES", "FUNCTIONS")]
+    gates, ok = [], True
+    for mod in sorted(modules):
+        if mod not in per or not per[mod]["line"][0]:
+            out.append("%-12s %16s" % (mod, "no data"))
+            if require_all:
+                gates.append(f"COVERAGE-LOW {mod}: no coverage data (not exercised in the guest)")
+                ok = False
+            continue
+        (lf, lh), (bf, bh), (ff, fh) = (per[mod][k] for k in ("line", "branch", "fn"))
+        lp, bp, fp = pct(lh, lf), pct(bh, bf), pct(fh, ff)
+        out.append("%-12s %9s %5.1f%% %11s %5.1f%% %7s %5.1f%%" % (
+            mod, f"{lh}/{lf}", lp, f"{bh}/{bf}", bp, f"{fh}/{ff}", fp))
+        # rounded as printed, so the gate agrees with the table
+        good = round(lp, 1) >= lmin and round(bp, 1) >= bmin
+        ok &= good
+        if not (lmin or bmin or require_all):
+            continue  # a report without gates: the table is all
+        gates.append("COVERAGE-%s %s: %.1f%% of lines (%s %g%%), %.1f%% of branches (%s %g%%), "
+                     "%.1f%% of functions" % ("OK" if good else "LOW", mod,
+                                              lp, ">=" if round(lp, 1) >= lmin else "<", lmin,
+                                              bp, ">=" if round(bp, 1) >= bmin else "<", bmin, fp))
+    return out + gates, ok
+
+
+def by_test(text):
+    """{(file, line): set of tests that ran it} for lines run by some test."""
+    ran = defaultdict(set)
+    for test, f, kind, key, value in parse(text):
+        if kind == "line" and value:
+            ran[(f, key)].add(test or "")
+    return ran
+
+
+def test_report(text):
+    """(tests reaching nothing unique, {test: [unique lines]}, all tests)."""
+    ran = by_test(text)
+    tests = sorted({t for t, _, _, _, _ in parse(text)} - {None})
+    unique = defaultdict(list)
+    for (f, line), who in sorted(ran.items()):
+        if len(who) == 1:
+            unique[next(iter(who))].append((f, line))
+    redundant = [t for t in tests if not unique.get(t)]
+    return redundant, dict(unique), tests
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    cmd, args = argv[1], argv[2:]
+    if cmd == "realpath" and len(args) == 2:
+        with open(args[0]) as src, open(args[1], "w") as dst:
+            for ln in src:
+                if ln.startswith("SF:"):
+                    ln = "SF:" + os.path.realpath(ln[3:].rstrip("\n")) + "\n"
+                dst.write(ln)
+        return 0
+    if cmd == "table" and len(args) in (4, 5):
+        info, root, lmin, bmin = args[:4]
+        with open(info) as f:
+            text = f.read()
+        mods = [d for d in sorted(os.listdir(root))
+                if os.path.isdir(os.path.join(root, d)) and d.startswith("kml_")]
+        lines, ok = table(text, os.path.realpath(root), mods, float(lmin), float(bmin),
+                          args[4:] == ["--all"])
+        print("\n".join(lines))
+        return 0 if ok else 1
+    if cmd == "tests" and len(args) in (1, 3) and (len(args) == 1 or args[1] == "--lines"):
+        with open(args[0]) as f:
+            text = f.read()
+        redundant, unique, tests = test_report(text)
+        n_unique = sum(len(v) for v in unique.values())
+        print(f"per-test coverage: {len(tests)} tests; {n_unique} lines are reached by "
+              f"exactly one test; {len(redundant)} tests reach no line that another "
+              f"test does not")
+        for t in redundant:
+            print(f"  no unique line: {t}")
+        top = sorted(unique.items(), key=lambda kv: -len(kv[1]))[:10]
+        for t, where in top:
+            print(f"  {len(where):4d} lines only by {t}")
+        if len(args) == 3:
+            with open(args[2], "w") as out:
+                for t, where in sorted(unique.items()):
+                    for f, line in where:
+                        out.write(f"{f}:{line}: only {t}\n")
+        return 0
+    print(__doc__.strip(), file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of scripts/lcovtool.py: reading lcov tracefiles, the
+per-module table and its gates, the per-test report. TAP output."""
+import os
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+import lcovtool  # noqa: E402
+
+# Two tests over two modules' files, as lcov -a merges them: one block
+# per test (TN) and file (SF). Line 3 of a.c only t1 runs; line 4 both.
+INFO = """TN:t1
+SF:/r/modules/kml_a/a.c
+FN:1,fa
+FNDA:1,fa
+DA:3,5
+DA:4,1
+DA:5,0
+BRDA:4,0,0,1
+BRDA:4,0,1,0
+BRDA:5,0,0,-
+BRDA:5,0,1,-
+end_of_record
+SF:/r/modules/kml_b/b.c
+DA:1,0
+end_of_record
+TN:t2
+SF:/r/modules/kml_a/a.c
+FN:1,fa
+FNDA:0,fa
+DA:3,0
+DA:4,2
+DA:5,0
+BRDA:4,0,0,0
+BRDA:4,0,1,3
+BRDA:5,0,0,-
+BRDA:5,0,1,-
+end_of_record
+SF:/r/modules/kml_b/b.c
+DA:1,0
+end_of_record
+TN:t3
+SF:/r/modules/kml_a/a.c
+DA:4,7
+end_of_record
+SF:/r/modules/include/h.h
+DA:1,1
+end_of_record
+"""
+
+tests = []
+
+
+def test(fn):
+    tests.append(fn)
+
+
+@test
+def parse_reads_lines_branches_functions():
+    recs = list(lcovtool.parse(INFO))
+    assert ("t1", "/r/modules/kml_a/a.c", "line", 3, 5) in recs
+    assert ("t1", "/r/modules/kml_a/a.c", "branch", (5, 0, 0), 0) in recs, "'-' is not taken"
+    assert ("t2", "/r/modules/kml_a/a.c", "fn", "fa", 0) in recs
+    assert all(r[1] is not None for r in recs)
+
+
+@test
+def totals_count_a_hit_in_any_test():
+    t = lcovtool.totals(INFO)["/r/modules/kml_a/a.c"]
+    assert t["line"] == (3, 2), t            # lines 3, 4 run; 5 never
+    assert t["branch"] == (4, 2), t          # both arms of line 4, none of 5
+    assert t["fn"] == (1, 1), t
+
+
+@test
+def module_of_needs_a_directory_under_root():
+    assert lcovtool.module_of("/r/modules/kml_a/a.c", "/r/modules") == "kml_a"
+    assert lcovtool.module_of("/r/modules/kml_a/a.c", "/r/modules/") == "kml_a"
+    assert lcovtool.module_of("/r/modules/top.c", "/r/modules") is None
+    assert lcovtool.module_of("/r/modulesX/kml_a/a.c", "/r/modules") is None
+
+
+@test
+def table_gates_lines_and_branches():
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 60, 50, False)
+    assert ok, lines
+    assert any(ln.startswith("COVERAGE-OK kml_a: 66.7% of lines") for ln in lines), lines
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 60, 51, False)
+    assert not ok and any(ln.startswith("COVERAGE-LOW kml_a") and "50.0% of branches (< 51%)" in ln
+                          for ln in lines), lines
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 67, 0, False)
+    assert not ok, "66.7% of lines is below 67%"
+
+
+@test
+def table_module_without_data():
+    # kml_b has lines but none run: 0%, not "no data"
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_b"], 1, 0, False)
+    assert not ok and any("COVERAGE-LOW kml_b: 0.0% of lines" in ln for ln in lines), lines
+    # kml_c has no record at all: only --all makes that a failure
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_c"], 90, 90, False)
+    assert ok and any("no data" in ln for ln in lines), lines
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_c"], 90, 90, True)
+    assert not ok and any(ln.startswith("COVERAGE-LOW kml_c: no coverage data") for ln in lines)
+
+
+@test
+def table_without_gates_prints_no_verdicts():
+    lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a", "kml_b"], 0, 0, False)
+    assert ok and not any(ln.startswith("COVERAGE-") for ln in lines), lines
+
+
+@test
+def per_test_report():
+    redundant, unique, tests_ = lcovtool.test_report(INFO)
+    assert tests_ == ["t1", "t2", "t3"], tests_
+    assert unique == {"t1": [("/r/modules/kml_a/a.c", 3)], "t3": [("/r/modules/include/h.h", 1)]}, unique
+    assert redundant == ["t2"], redundant    # line 4 is also t1's and t3's
+
+
+@test
+def realpath_maps_mirror_links():
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(f"{d}/src")
+        open(f"{d}/src/x.c", "w").close()
+        os.symlink(f"{d}/src/x.c", f"{d}/link.c")
+        with open(f"{d}/in.info", "w") as f:
+            f.write(f"TN:t\nSF:{d}/link.c\nDA:1,1\nend_of_record\n")
+        assert lcovtool.main(["lcovtool", "realpath", f"{d}/in.info", f"{d}/out.info"]) == 0
+        assert f"SF:{os.path.realpath(d)}/src/x.c\n" in open(f"{d}/out.info").read()
+
+
+@test
+def malformed_input_is_an_error_not_a_pass():
+    try:
+        list(lcovtool.parse("TN:t\nSF:/a.c\nDA:x,1\nend_of_record\n"))
+    except ValueError:
+        return
+    raise AssertionError("a malformed DA record was accepted")
+
+
+def main():
+    print("TAP version 13")
+    print(f"1..{len(tests)}")
+    failed = 0
+    for i, t in enumerate(tests, 1):
+        try:
+            t()
+            print(f"ok {i} {t.__name__}")
+        except Exception:
+            failed += 1
+            print(f"not ok {i} {t.__name__}")
+            for ln in traceback.format_exc().splitlines():
+                print(f"# {ln}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
