@@ -138,5 +138,6 @@ rc=0
 if ((${#caps[@]} > 1)); then
 	"$here/lcovtool.py" tests "$out/kmodlab.info" --lines "$out/only-one-test.txt"
 	echo "lines only one test runs: $out/only-one-test.txt"
+	"$here/lcovtool.py" annotate "$out/kmodlab.info" "$repo/modules" "$out/by-test"
 fi
 exit $rc

@@ -11,9 +11,14 @@
                                        that no other test reaches, and lines
                                        reached by exactly one test (all of them
                                        in F)
+  lcovtool.py annotate INFO ROOT OUT   for each source under ROOT, OUT/<path>.html:
+                                       its lines, each with the tests that ran
+                                       it (lcov 1.x's genhtml names tests per
+                                       file only)
 
 Pure logic on text, no lcov needed: tested by selftests/host/test_lcovtool.py.
 """
+import html
 import os
 import sys
 from collections import defaultdict
@@ -128,6 +133,42 @@ def test_report(text):
     return redundant, dict(unique), tests
 
 
+def annotate(text, root, out):
+    """Writes OUT/<source relative to ROOT>.html and OUT/index.html."""
+    ran = by_test(text)
+    root = root.rstrip("/") + "/"
+    files = sorted({f for f, _ in ran if f.startswith(root)})
+    index = []
+    for f in files:
+        rel = f[len(root):]
+        try:
+            with open(f, errors="replace") as src:
+                source = src.read().splitlines()
+        except OSError:
+            continue
+        rows = []
+        for n, code in enumerate(source, 1):
+            who = sorted(ran.get((f, n), ()))
+            tests = (f"<details><summary>{len(who)} tests</summary>{'<br>'.join(map(html.escape, who))}"
+                     f"</details>" if len(who) > 1 else html.escape(who[0]) if who else "")
+            rows.append(f"<tr{' class=hit' if who else ''}><td>{n}</td><td><pre>{html.escape(code)}"
+                        f"</pre></td><td>{tests}</td></tr>")
+        page = os.path.join(out, rel + ".html")
+        os.makedirs(os.path.dirname(page), exist_ok=True)
+        with open(page, "w") as p:
+            p.write(f"<!doctype html><meta charset=utf-8><title>{html.escape(rel)}: tests per line"
+                    f"</title><style>pre{{margin:0}} tr.hit{{background:#cfc}} td{{vertical-align:top;"
+                    f"padding:0 .5em}}</style><h1>{html.escape(rel)}</h1><p>Each line run by some "
+                    f"test names them (click a count to see them all).</p><table>{''.join(rows)}"
+                    f"</table>\n")
+        index.append(f'<li><a href="{html.escape(rel)}.html">{html.escape(rel)}</a></li>')
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "index.html"), "w") as p:
+        p.write("<!doctype html><meta charset=utf-8><title>tests per line</title>"
+                f"<h1>Which tests ran each line</h1><ul>{''.join(index)}</ul>\n")
+    return len(index)
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -168,6 +209,12 @@ def main(argv):
                 for t, where in sorted(unique.items()):
                     for f, line in where:
                         out.write(f"{f}:{line}: only {t}\n")
+        return 0
+    if cmd == "annotate" and len(args) == 3:
+        with open(args[0]) as f:
+            text = f.read()
+        n = annotate(text, os.path.realpath(args[1]), args[2])
+        print(f"tests per line: {os.path.join(args[2], 'index.html')} ({n} sources)")
         return 0
     print(__doc__.strip(), file=sys.stderr)
     return 2

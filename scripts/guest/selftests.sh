@@ -40,16 +40,19 @@ unload_all() {
 	done
 	return 0
 }
-collect=$repo/scripts/kml-gcov-collect
+# the collector's functions, without an exec per capture
+source "$repo/scripts/kml-gcov-collect"
+quiet_empty=1
 gcov_on=0 per_test=0
 [[ ${KMODLAB_GCOV:-0} == 1 && -w /sys/kernel/debug/gcov/reset ]] && gcov_on=1
 ((gcov_on)) && [[ ${KMODLAB_COVERAGE:-} == per-test ]] && per_test=1
 reset_counters() { ((gcov_on)) && echo 1 > /sys/kernel/debug/gcov/reset; }
-capture() { # NAME: letters, digits, _ (what lcov accepts as a test name)
+save_counters() { # NAME: letters, digits, _ (what lcov accepts as a test name)
 	((gcov_on)) || return 0
 	local name=${1//[^A-Za-z0-9_]/_} n=1
 	while [[ -e $KMODLAB_OUT/gcov/$name${n/#1/} ]]; do n=$((n + 1)); done
-	"$collect" -m "${KMODLAB_GCOV_ONLY:-/modules/}" capture "$KMODLAB_OUT/gcov" "$name${n/#1/}"
+	# a subshell (a fork, no exec): the collector exits on errors
+	(only=${KMODLAB_GCOV_ONLY:-$only} capture "$KMODLAB_OUT/gcov" "$name${n/#1/}")
 }
 # The tests a harness command line selects (-f/-F fixture, -t/-T test,
 # -r/-R FIXTURE.TEST; includes, if any, must match, excludes must not),
@@ -81,7 +84,7 @@ selected() { # BINARY ARGS...
 			for a in "${inc[@]}"; do match "$a" && ok=1; done
 		fi
 		for a in "${exc[@]}"; do match "$a" && ok=0; done
-		((ok)) && echo "$name"
+		((ok == 0)) || echo "$name"
 	done
 }
 specs=("$@")
@@ -108,18 +111,18 @@ for spec in "${specs[@]}"; do
 			reset_counters
 			"$t" -r "$name" 2>&1 | tee -a "$tap"
 			((PIPESTATUS[0] == 0)) || rc=1
-			capture "${prog}__${name/./__}"
+			save_counters "${prog}__${name/./__}"
 		done <<< "$tests"
 		reset_counters
 		unload_all
-		capture "${prog}__unload"
+		save_counters "${prog}__unload"
 		continue
 	fi
 	reset_counters
 	"$t" "${args[@]}" 2>&1 | tee -a "$tap"
 	((PIPESTATUS[0] == 0)) || rc=1
 	unload_all
-	capture "$prog"
+	save_counters "$prog"
 done
 unload_all
 exit $rc

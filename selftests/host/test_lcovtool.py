@@ -134,6 +134,22 @@ def realpath_maps_mirror_links():
 
 
 @test
+def annotate_names_the_tests_of_each_line():
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(f"{d}/modules/kml_a")
+        with open(f"{d}/modules/kml_a/a.c", "w") as f:
+            f.write("int f(void)\n{\n\treturn 1 < 2;\n\treturn 0;\n}\n")
+        text = INFO.replace("/r/", f"{d}/")
+        assert lcovtool.annotate(text, f"{d}/modules", f"{d}/out") == 1
+        page = open(f"{d}/out/kml_a/a.c.html").read()
+        rows = page.split("<tr")
+        assert "<td>3</td>" in rows[3] and "return 1 &lt; 2;" in rows[3] and ">t1<" in rows[3], rows[3]
+        assert "<summary>3 tests</summary>t1<br>t2<br>t3" in rows[4], rows[4]
+        assert "class=hit" not in rows[5], "line 5 ran in no test"
+        assert 'href="kml_a/a.c.html"' in open(f"{d}/out/index.html").read()
+
+
+@test
 def malformed_input_is_an_error_not_a_pass():
     try:
         list(lcovtool.parse("TN:t\nSF:/a.c\nDA:x,1\nend_of_record\n"))
