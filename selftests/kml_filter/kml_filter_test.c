@@ -1794,6 +1794,20 @@ TEST_F_TIMEOUT(lo, rule_checks_refuse_each_field, 120)
 		EXPECT_EQ(EINVAL, errno) TH_LOG("%s", why[k]);
 		EXPECT_EQ(-EINVAL, replace(self->fd, &bad, 1, 0)) TH_LOG("%s", why[k]);
 	}
+	/* deleting: what must be zero, a bad rule to match, an index with it */
+	for (k = 0; k < 3; k++) {
+		struct kml_filter_del d = { .flags = KML_FILTER_DEL_MATCH, .rule = base4 };
+
+		if (k == 0)
+			d.reserved[0] = 1;
+		else if (k == 1)
+			d.rule.dir = 0;
+		else
+			d.index = 1;
+		EXPECT_EQ(-1, ioctl(self->fd, KML_FILTER_IOC_DEL, &d)) TH_LOG("del %u", k);
+		EXPECT_EQ(EINVAL, errno) TH_LOG("del %u", k);
+	}
+	EXPECT_EQ(ib.generation, info_of(self->fd).generation);
 	/* and the good ones pass */
 	EXPECT_EQ(0, replace(self->fd, &base6, 1, 0));
 	EXPECT_EQ(0, replace(self->fd, &base4, 1, 0));
