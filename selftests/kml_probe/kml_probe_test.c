@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1143,6 +1144,91 @@ TEST_F_TIMEOUT(probe, module_qualified_name, 300)
 	EXPECT_EQ(-ENOENT, get(self->fd, TARGET, &r));
 	ASSERT_EQ(0, detach(self->fd, name));
 	EXPECT_EQ(0, file_has("/proc/kmodlab/stats", "kp.slot0 "));
+}
+
+/* A count-only probe filters too: what it rejects is not counted. */
+TEST_F_TIMEOUT(probe, count_only_probe_filters, 300)
+{
+	struct kml_probe_attach a = {
+		.func = TARGET, .flags = KML_PROBE_F_COUNT_ONLY | KML_PROBE_F_ARG,
+		.arg_index = 0, .arg_value = 42,
+	};
+	struct kml_probe_result r;
+
+	ASSERT_EQ(0, attach_cfg(self->fd, &a));
+	ASSERT_EQ(0, call(self->fd, 7, 3, 0, 0));
+	ASSERT_EQ(0, call(self->fd, 42, 2, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2, r.count);
+	EXPECT_EQ(3, r.filtered);
+}
+
+/* DETACH checks its name as ATTACH does, and detaches nothing. */
+TEST_F_TIMEOUT(probe, detach_bad_name, 300)
+{
+	struct kml_probe_func fn;
+	struct kml_probe_list l;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	EXPECT_EQ(-EINVAL, detach(self->fd, "bad name"));
+	EXPECT_EQ(-EINVAL, detach(self->fd, ""));
+	memset(&fn, 'a', sizeof(fn));		/* no NUL */
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_DETACH, &fn));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, list(self->fd, &l));
+	EXPECT_EQ(1, l.count);
+}
+
+/*
+ * A long CALL ends at a fatal signal rather than run its course: the
+ * count of calls the probe saw stops well short of what was asked.
+ */
+TEST_F_TIMEOUT(probe, call_ends_at_a_fatal_signal, 300)
+{
+	struct kml_probe_result r;
+	int status;
+	uint64_t n;
+	pid_t pid;
+	double end;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, KML_PROBE_F_COUNT_ONLY, 0));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(call(self->fd, 1, 100000, 0, 1000000) ? 1 : 0);	/* 100 s */
+	/* Killed once it is under way. */
+	for (end = now_s() + 120; now_s() < end; usleep(1000)) {
+		ASSERT_EQ(0, get(self->fd, TARGET, &r));
+		if (r.count)
+			break;
+	}
+	ASSERT_LT(0, r.count);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	n = r.count;
+	EXPECT_LT(n, 100000);
+	/* And it is over: no call after the kill. */
+	usleep(100000);
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(n, r.count);
+}
+
+/* Another module's unload does not mark a probe gone. */
+TEST_F_TIMEOUT(probe, other_module_unload_leaves_probes_alone, 300)
+{
+	struct kml_probe_result r;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	kml_unload("kml_hello");
+	ASSERT_EQ(0, kml_load("modules/kml_hello/kml_hello.ko", ""));
+	ASSERT_EQ(0, kml_unload("kml_hello"));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(0, r.state);
+	ASSERT_EQ(0, call(self->fd, 1, 2, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2, r.count);
 }
 
 /* ---- allocation failures: every allocating call, walked ---- */

@@ -1283,6 +1283,99 @@ TEST_F_TIMEOUT(ring, start_struct_size_from_the_ioctl_number, 300)
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
 }
 
+/* Bad pointers for the two ioctls that take a plain value. */
+TEST_F_TIMEOUT(ring, value_ioctls_with_bad_pointers, 300)
+{
+	uint64_t wm = 64;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_SET_WATERMARK, &wm));
+	EXPECT_EQ(-1, ioctl(self->r.fd, KML_RING_IOC_GET_VERSION, kml_bad_ptr()));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(self->r.fd, KML_RING_IOC_SET_WATERMARK, kml_bad_ptr()));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(wm, self->r.ctrl->watermark);
+}
+
+/*
+ * A ring too full for another API record counts it lost, like the
+ * producer's: the records kept are the first ones, whole and in order,
+ * and kept + lost is what was written.
+ */
+TEST_F_TIMEOUT(ring, api_writes_to_a_full_ring_are_lost, 300)
+{
+	uint64_t seen = 0;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	kml_unload("kml_ring_apitest");
+	/* 200 records of 40 to 56 bytes: more than twice a page. */
+	ASSERT_EQ(0, kml_load("modules/tests/kml_ring_apitest.ko", "records=200"));
+	ASSERT_EQ(0, kml_unload("kml_ring_apitest"));
+	EXPECT_GT(self->r.ctrl->lost, 0);
+	EXPECT_EQ(200, self->r.ctrl->produced + self->r.ctrl->lost);
+	consume_api(_metadata, &self->r, &seen);
+	EXPECT_EQ(self->r.ctrl->produced, seen);
+}
+
+/*
+ * NOFILL (for benchmarks) writes the sample headers only: the data bytes
+ * are left as they were (a new ring's are zero) and the checksum is 0.
+ */
+TEST_F_TIMEOUT(ring, nofill_samples_have_headers_only, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = 64, .count = 10, .cpu = -1, .flags = KML_RING_PRODUCE_NOFILL,
+	};
+	static const uint8_t zero[32];
+	uint64_t i;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_START, &p));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 10, 60));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(640, self->r.ctrl->head);
+	for (i = 0; i < 10; i++) {
+		const struct kml_ring_rec *rec = (const void *)(self->r.data + 64 * i);
+		const struct kml_ring_sample *s = (const void *)(rec + 1);
+
+		EXPECT_EQ(KML_RING_REC_SAMPLE, rec->type);
+		EXPECT_EQ(64, rec->size);
+		EXPECT_EQ(i, s->seq);
+		EXPECT_EQ(32, s->len);
+		EXPECT_EQ(0, s->csum);
+		EXPECT_EQ(0, memcmp(zero, s->data, sizeof(zero)));
+	}
+}
+
+/* A single SET_SIZE larger than a user's whole share is -ENOSPC too. */
+TEST(one_ring_larger_than_the_user_share)
+{
+	pid_t pid;
+	int status;
+
+	ASSERT_EQ(0, reload_ring_with("user_pages=2"));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(DEV, O_RDWR), other = open(DEV, O_RDWR);
+		char buf[8];
+
+		if (fd < 0 || other < 0 || become_nobody())
+			_exit(10);
+		if (set_size(fd, 2) != -ENOSPC)		/* 3 pages of 2 */
+			_exit(11);
+		/* Nothing charged: the whole share is still there. */
+		if (read(fd, buf, sizeof(buf)) != -1 || errno != EINVAL)
+			_exit(12);
+		if (set_size(other, 1))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, reload_ring());
+}
+
 /* ---- a consumer's tail is never trusted ---- */
 
 /* Writes @tail as the consumer would, with release semantics. */
