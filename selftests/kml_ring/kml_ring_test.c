@@ -1376,6 +1376,58 @@ TEST(one_ring_larger_than_the_user_share)
 	ASSERT_EQ(0, reload_ring());
 }
 
+struct resizer {
+	int fd, rounds, errors;
+};
+
+static void *resize_rounds(void *arg)
+{
+	struct resizer *z = arg;
+	double end = now_s() + 60;
+
+	for (int i = 0; i < z->rounds && now_s() < end; i++)
+		z->errors += set_size(z->fd, 1U << (i % 4)) != 0;
+	return NULL;
+}
+
+/*
+ * Rings resized on both CPUs at once take and give back the shared
+ * budget concurrently: afterwards, with every ring closed, all of it is
+ * there again, to the page.
+ */
+TEST(concurrent_resizes_keep_the_budget_exact)
+{
+	static const uint32_t fill[] = { 32, 16, 8, 4 };	/* 33+17+9+5 = 64 */
+	struct resizer z[2];
+	pthread_t t[2];
+	int fds[4], i, extra;
+
+	ASSERT_EQ(0, reload_ring_with("max_pages=64"));
+	for (i = 0; i < 2; i++) {
+		z[i] = (struct resizer){ .fd = open(DEV, O_RDWR | O_CLOEXEC), .rounds = 2000 };
+		ASSERT_GE(z[i].fd, 0);
+	}
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, resize_rounds, &z[i]));
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, z[i].errors) TH_LOG("thread %d", i);
+		close(z[i].fd);
+	}
+	for (i = 0; i < 4; i++) {
+		fds[i] = open(DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_GE(fds[i], 0);
+		EXPECT_EQ(0, set_size(fds[i], fill[i])) TH_LOG("ring %d", i);
+	}
+	extra = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(extra, 0);
+	EXPECT_EQ(-ENOSPC, set_size(extra, 1));
+	close(extra);
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	ASSERT_EQ(0, reload_ring());
+}
+
 /* ---- a consumer's tail is never trusted ---- */
 
 /* Writes @tail as the consumer would, with release semantics. */
