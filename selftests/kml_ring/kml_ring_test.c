@@ -1347,6 +1347,25 @@ TEST_F_TIMEOUT(ring, nofill_samples_have_headers_only, 300)
 	}
 }
 
+/*
+ * A record is at most KML_RING_MAX_PAYLOAD past its header, however large
+ * the ring: in a ring of 512 KiB, a quarter is more than that.
+ */
+TEST_F_TIMEOUT(ring, start_record_over_the_payload_limit, 300)
+{
+	uint32_t max = KML_RING_MAX_PAYLOAD + sizeof(struct kml_ring_rec);
+	long pg = sysconf(_SC_PAGESIZE);
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 128));
+	ASSERT_LT(max + 8, 128 * pg / 4);
+	EXPECT_EQ(-EINVAL, start(self->r.fd, max + 8, 0, 1, -1));
+	EXPECT_EQ(0, self->r.ctrl->head);
+	ASSERT_EQ(0, start(self->r.fd, max, 0, 1, -1));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 1, 60));
+	EXPECT_EQ(max, ((const struct kml_ring_rec *)self->r.data)->size);
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+}
+
 /* A single SET_SIZE larger than a user's whole share is -ENOSPC too. */
 TEST(one_ring_larger_than_the_user_share)
 {
