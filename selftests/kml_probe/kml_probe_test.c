@@ -1215,23 +1215,34 @@ TEST_F_TIMEOUT(probe, call_ends_at_a_fatal_signal, 300)
 	EXPECT_EQ(n, r.count);
 }
 
-/* Another module's unload does not mark a probe gone. */
-TEST_F_TIMEOUT(probe, other_module_unload_leaves_probes_alone, 300)
+/*
+ * A module's unload marks gone only the probes in it: a probe on a
+ * function of the core kernel stays live.
+ */
+TEST_F_TIMEOUT(probe, unload_marks_only_its_own_probes_gone, 300)
 {
 	struct kml_probe_result r;
 
 	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
-	kml_unload("kml_hello");
-	ASSERT_EQ(0, kml_load("modules/kml_hello/kml_hello.ko", ""));
-	ASSERT_EQ(0, kml_unload("kml_hello"));
+	ASSERT_EQ(0, attach(self->fd, "do_readlinkat", KML_PROBE_F_COUNT_ONLY, 0));
+	ASSERT_EQ(0, kml_unload(TARGET));
 	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(KML_PROBE_S_GONE, r.state);
+	ASSERT_EQ(0, get(self->fd, "do_readlinkat", &r));
 	EXPECT_EQ(0, r.state);
-	ASSERT_EQ(0, call(self->fd, 1, 2, 0, 0));
-	ASSERT_EQ(0, get(self->fd, TARGET, &r));
-	EXPECT_EQ(2, r.count);
-}
+	/* And it still counts. */
+	{
+		char buf[64];
+		uint64_t n = r.count;
 
-/* ---- allocation failures: every allocating call, walked ---- */
+		EXPECT_LT(0, readlink("/proc/self/exe", buf, sizeof(buf)));
+		ASSERT_EQ(0, get(self->fd, "do_readlinkat", &r));
+		EXPECT_LT(n, r.count);
+	}
+	ASSERT_EQ(0, detach(self->fd, "do_readlinkat"));
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	ASSERT_EQ(0, kml_load(TARGET_KO, ""));
+}
 
 /*
  * A fired failure must end in a clean error, or, when the core absorbed
