@@ -177,6 +177,12 @@ int kml_ring_next(const __u8 *data, __u64 size, __u64 pos, __u64 head,
 	return 0;
 }
 
+/*
+ * Only consumers check samples (the user library, the client, the tests):
+ * the kernel writes them and never reads one back, so the module does not
+ * carry this.
+ */
+#ifndef __KERNEL__
 /**
  * kml_ring_check_sample() - is this the intact sample number @expect_seq?
  * @rec: a %KML_RING_REC_SAMPLE record
@@ -196,3 +202,4 @@ int kml_ring_check_sample(const struct kml_ring_rec *rec, __u64 expect_seq)
 		return -EINVAL;
 	return s->seq == expect_seq ? 0 : -ERANGE;
 }
+#endif /* !__KERNEL__ */

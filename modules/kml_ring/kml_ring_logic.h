@@ -33,6 +33,8 @@ __u32 kml_ring_csum(const __u8 *data, __u32 len);
 void kml_ring_fill(__u64 seq, __u8 *data, __u32 len);
 int kml_ring_next(const __u8 *data, __u64 size, __u64 pos, __u64 head,
 		  __u32 *rec_size);
+#ifndef __KERNEL__
 int kml_ring_check_sample(const struct kml_ring_rec *rec, __u64 expect_seq);
+#endif
 
 #endif /* _KML_RING_LOGIC_H */

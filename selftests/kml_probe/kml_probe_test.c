@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <linux/kml_probe.h>
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_fault.h"
 
 #define DEV	KML_PROBE_DEVICE
 #define TARGET	"kml_probe_target"
@@ -1080,6 +1082,363 @@ TEST(rmmod_with_probes_attached)
 	EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", "ksys_write"));
 	EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", TARGET));
 	EXPECT_EQ(0, file_has("/proc/kmodlab/stats", "kp."));
+	ASSERT_EQ(0, reload_probe());
+}
+
+/*
+ * Names the checks pass that name no function: a part other than
+ * ".cold", a count-only probe on a ".cold" part, a name too long for its
+ * own stats set. kprobes finds no such symbol; nothing is attached.
+ */
+TEST_F_TIMEOUT(probe, names_that_pass_the_checks_but_name_nothing, 300)
+{
+	static const char *const names[] = {
+		TARGET ".coldx", TARGET ".cold_", TARGET ".col",
+		"kmodlab_no_such_function_with_a_long_name",
+	};
+	struct kml_probe_list l;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		EXPECT_EQ(-ENOENT, attach(self->fd, names[i], 0, 0)) TH_LOG("%s", names[i]);
+	}
+	EXPECT_EQ(-ENOENT, attach(self->fd, TARGET ".cold", KML_PROBE_F_COUNT_ONLY, 0));
+	/* A cold part anywhere but first is still a cold part. */
+	EXPECT_EQ(-EINVAL, attach(self->fd, TARGET ".cold.1", 0, 0));
+	EXPECT_EQ(-EINVAL, attach(self->fd, TARGET ".isra.0.cold", 0, 0));
+	/* A count-only probe has no instances to size. */
+	{
+		struct kml_probe_attach a = {
+			.func = TARGET, .flags = KML_PROBE_F_COUNT_ONLY, .maxactive = 4,
+		};
+
+		EXPECT_EQ(-EINVAL, attach_cfg(self->fd, &a));
+	}
+	ASSERT_EQ(0, list(self->fd, &l));
+	EXPECT_EQ(0, l.count);
+	EXPECT_EQ(0, file_has("/proc/kmodlab/stats", "kp."));
+}
+
+/*
+ * "module:function" names a module's function: kprobes looks it up in
+ * that module only. A ':' is no stats name, so the set is named after
+ * the slot.
+ */
+TEST_F_TIMEOUT(probe, module_qualified_name, 300)
+{
+	const char *name = TARGET ":" TARGET;
+	struct kml_probe_result r;
+	struct kml_probe_list l;
+
+	ASSERT_EQ(0, attach(self->fd, name, 0, 1));
+	ASSERT_EQ(0, list(self->fd, &l));
+	ASSERT_EQ(1, l.count);
+	EXPECT_STREQ(name, l.funcs[0].func);
+	EXPECT_EQ(1, file_has("/proc/kmodlab/stats", "kp.slot0 "));
+	ASSERT_EQ(0, call(self->fd, 7, 4, 0, 0));
+	ASSERT_EQ(0, get(self->fd, name, &r));
+	EXPECT_EQ(4, r.count);
+	EXPECT_EQ(7, r.last_args[0]);
+	EXPECT_EQ(7, r.last_ret);
+	/* The same function by its plain name is another probe. */
+	EXPECT_EQ(-ENOENT, get(self->fd, TARGET, &r));
+	ASSERT_EQ(0, detach(self->fd, name));
+	EXPECT_EQ(0, file_has("/proc/kmodlab/stats", "kp.slot0 "));
+}
+
+/* A count-only probe filters too: what it rejects is not counted. */
+TEST_F_TIMEOUT(probe, count_only_probe_filters, 300)
+{
+	struct kml_probe_attach a = {
+		.func = TARGET, .flags = KML_PROBE_F_COUNT_ONLY | KML_PROBE_F_ARG,
+		.arg_index = 0, .arg_value = 42,
+	};
+	struct kml_probe_result r;
+
+	ASSERT_EQ(0, attach_cfg(self->fd, &a));
+	ASSERT_EQ(0, call(self->fd, 7, 3, 0, 0));
+	ASSERT_EQ(0, call(self->fd, 42, 2, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2, r.count);
+	EXPECT_EQ(3, r.filtered);
+}
+
+/* DETACH checks its name as ATTACH does, and detaches nothing. */
+TEST_F_TIMEOUT(probe, detach_bad_name, 300)
+{
+	struct kml_probe_func fn;
+	struct kml_probe_list l;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	EXPECT_EQ(-EINVAL, detach(self->fd, "bad name"));
+	EXPECT_EQ(-EINVAL, detach(self->fd, ""));
+	memset(&fn, 'a', sizeof(fn));		/* no NUL */
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_DETACH, &fn));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, list(self->fd, &l));
+	EXPECT_EQ(1, l.count);
+}
+
+/*
+ * A long CALL ends at a fatal signal rather than run its course: the
+ * count of calls the probe saw stops well short of what was asked.
+ */
+TEST_F_TIMEOUT(probe, call_ends_at_a_fatal_signal, 300)
+{
+	struct kml_probe_result r;
+	int status;
+	uint64_t n;
+	pid_t pid;
+	double end;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, KML_PROBE_F_COUNT_ONLY, 0));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(call(self->fd, 1, 100000, 0, 1000000) ? 1 : 0);	/* 100 s */
+	/* Killed once it is under way. */
+	for (end = now_s() + 120; now_s() < end; usleep(1000)) {
+		ASSERT_EQ(0, get(self->fd, TARGET, &r));
+		if (r.count)
+			break;
+	}
+	ASSERT_LT(0, r.count);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	n = r.count;
+	EXPECT_LT(n, 100000);
+	/* And it is over: no call after the kill. */
+	usleep(100000);
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(n, r.count);
+}
+
+/*
+ * A module's unload marks gone only the probes in it: a probe on a
+ * function of the core kernel stays live.
+ */
+TEST_F_TIMEOUT(probe, unload_marks_only_its_own_probes_gone, 300)
+{
+	struct kml_probe_result r;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	ASSERT_EQ(0, attach(self->fd, "do_readlinkat", KML_PROBE_F_COUNT_ONLY, 0));
+	ASSERT_EQ(0, kml_unload(TARGET));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(KML_PROBE_S_GONE, r.state);
+	ASSERT_EQ(0, get(self->fd, "do_readlinkat", &r));
+	EXPECT_EQ(0, r.state);
+	/* And it still counts. */
+	{
+		char buf[64];
+		uint64_t n = r.count;
+
+		EXPECT_LT(0, readlink("/proc/self/exe", buf, sizeof(buf)));
+		ASSERT_EQ(0, get(self->fd, "do_readlinkat", &r));
+		EXPECT_LT(n, r.count);
+	}
+	ASSERT_EQ(0, detach(self->fd, "do_readlinkat"));
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	ASSERT_EQ(0, kml_load(TARGET_KO, ""));
+}
+
+/*
+ * A fired failure must end in a clean error, or, when the core absorbed
+ * it (kprobes' optional optimization slot, a uevent, gcov's bookkeeping
+ * in a coverage build), in a success that is complete. The walks count
+ * both; the second kind is then checked and undone.
+ */
+struct walk {
+	int injected, errors, absorbed;
+};
+
+static void walk_log(struct __test_metadata *_metadata, const char *what,
+		     const struct walk *w)
+{
+	TH_LOG("%s: %d allocation failures injected: %d clean errors, %d absorbed by the core",
+	       what, w->injected, w->errors, w->absorbed);
+}
+
+/* The probe on TARGET is attached, listed, published and counting. */
+static void check_probe_works(struct __test_metadata *_metadata, int fd)
+{
+	struct kml_probe_result r0, r;
+	struct kml_probe_list l;
+
+	ASSERT_EQ(0, list(fd, &l));
+	EXPECT_EQ(1, l.count);
+	EXPECT_EQ(1, file_has("/proc/kmodlab/stats", "kp." TARGET " "));
+	ASSERT_EQ(0, get(fd, TARGET, &r0));
+	ASSERT_EQ(0, call(fd, 3, 5, 0, 0));
+	ASSERT_EQ(0, get(fd, TARGET, &r));
+	EXPECT_EQ(r0.count + 5, r.count);
+}
+
+#define FAULT_INIT(f) do {						\
+	int ret_ = kml_fault_init(f);					\
+									\
+	if (ret_)							\
+		SKIP(return, "no fault injection: %s", strerror(-ret_));	\
+} while (0)
+
+/*
+ * ATTACH allocates the probe, its per-CPU minima, its stats set, the
+ * kprobe's instruction slot and instances, the module check's buffer and
+ * the guard probe. Each failure leaves nothing attached: not listed, no
+ * stats set, no kprobe, and the next attempt does not find the name
+ * taken. Each kind of probe, with and without a task filter.
+ */
+TEST_F_TIMEOUT(probe, fault_walk_attach, 300)
+{
+	struct kml_probe_attach cfgs[] = {
+		{ .func = TARGET, .nargs = 2 },
+		{ .func = TARGET, .flags = KML_PROBE_F_COUNT_ONLY },
+		{ .func = TARGET, .flags = KML_PROBE_F_PID, .pid = getpid(), .maxactive = 4 },
+	};
+	struct kml_probe_list l;
+	struct kml_fault f;
+	unsigned int i;
+
+	FAULT_INIT(&f);
+	for (i = 0; i < sizeof(cfgs) / sizeof(cfgs[0]); i++) {
+		struct walk w = { 0 };
+		char what[32];
+		int n, ret = -1;
+
+		for (n = 1; n <= KML_FAULT_MAX; n++) {
+			struct kml_probe_attach a = cfgs[i];
+
+			kml_fault_arm(&f, n);
+			ret = attach_cfg(self->fd, &a);
+			if (!kml_fault_fired(&f))
+				break;
+			w.injected++;
+			if (!ret) {
+				w.absorbed++;
+				check_probe_works(_metadata, self->fd);
+				ASSERT_EQ(0, detach(self->fd, TARGET));
+				continue;
+			}
+			w.errors++;
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("probe %u, allocation %d", i, n);
+			ASSERT_EQ(0, list(self->fd, &l));
+			EXPECT_EQ(0, l.count) TH_LOG("probe %u, allocation %d", i, n);
+			EXPECT_EQ(0, file_has("/proc/kmodlab/stats", "kp."))
+				TH_LOG("probe %u, allocation %d", i, n);
+			EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", TARGET))
+				TH_LOG("probe %u, allocation %d", i, n);
+		}
+		snprintf(what, sizeof(what), "ATTACH %u", i);
+		walk_log(_metadata, what, &w);
+		ASSERT_EQ(0, ret) TH_LOG("probe %u", i);
+		EXPECT_GT(w.errors, 0);
+		check_probe_works(_metadata, self->fd);
+		ASSERT_EQ(0, detach(self->fd, TARGET));
+		EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", TARGET));
+	}
+	kml_fault_exit(&f);
+}
+
+/* GET and LIST allocate their results: a failure returns nothing. */
+TEST_F_TIMEOUT(probe, fault_walk_get_and_list, 300)
+{
+	struct kml_probe_result r, r0;
+	struct kml_probe_list l;
+	int n, ret = -1, injected[2] = { 0, 0 };
+	struct kml_fault f;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 1));
+	ASSERT_EQ(0, call(self->fd, 5, 3, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r0));
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		memset(&r, 0x5a, sizeof(r));
+		strcpy(r.func, TARGET);
+		kml_fault_arm(&f, n);
+		ret = ioctl(self->fd, KML_PROBE_IOC_GET, &r) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		injected[0]++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, r.count) TH_LOG("written after a failure");
+	}
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(r0.count, r.count);
+	EXPECT_EQ(r0.sum_ns, r.sum_ns);
+	EXPECT_EQ(5, r.last_args[0]);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		memset(&l, 0, sizeof(l));
+		l.count = 99;
+		kml_fault_arm(&f, n);
+		ret = ioctl(self->fd, KML_PROBE_IOC_LIST, &l) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		injected[1]++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		EXPECT_EQ(99, l.count) TH_LOG("written after a failure");
+	}
+	kml_fault_exit(&f);
+	TH_LOG("GET: %d, LIST: %d allocation failures injected", injected[0], injected[1]);
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(1, l.count);
+	EXPECT_GT(injected[0], 0);
+	EXPECT_GT(injected[1], 0);
+}
+
+/*
+ * finit_module(): the loader's allocations and kml_probe_init()'s. A
+ * failed load leaves no module, no device, and its module notifier is
+ * not left registered (the next load would find the chain corrupt).
+ */
+TEST(fault_walk_module_load)
+{
+	int n, ko, fd, ret = -1;
+	struct walk w = { 0 };
+	struct kml_fault f;
+
+	ASSERT_EQ(0, kml_unload("kml_probe"));
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once(TARGET_KO, ""));
+	ko = open(kml_ko_path("modules/kml_probe/kml_probe.ko"), O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(ko, 0);
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		ret = syscall(SYS_finit_module, ko, "", 0) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (!ret) {
+			w.absorbed++;
+			fd = open(DEV, O_RDWR | O_CLOEXEC);
+			ASSERT_GE(fd, 0);
+			ASSERT_EQ(0, attach(fd, TARGET, 0, 0));
+			check_probe_works(_metadata, fd);
+			close(fd);
+			/* The probe outlives the file: the unload removes it. */
+			ASSERT_EQ(0, kml_unload("kml_probe"));
+			EXPECT_EQ(0, file_has("/sys/kernel/debug/kprobes/list", TARGET));
+			continue;
+		}
+		w.errors++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d: %s", n, strerror(-ret));
+		EXPECT_NE(0, access("/sys/module/kml_probe", F_OK)) TH_LOG("allocation %d", n);
+		EXPECT_NE(0, access(DEV, F_OK)) TH_LOG("allocation %d", n);
+	}
+	kml_fault_exit(&f);
+	close(ko);
+	walk_log(_metadata, "module load", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GT(w.errors, 0);
+	/* It works: a probe on a module function. */
+	fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, attach(fd, TARGET, 0, 0));
+	check_probe_works(_metadata, fd);
+	ASSERT_EQ(0, detach(fd, TARGET));
+	close(fd);
 	ASSERT_EQ(0, reload_probe());
 }
 

@@ -25,6 +25,7 @@
 #include <linux/kml_ring.h>
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_fault.h"
 #include "../../userspace/kml_ring_lib.h"
 #include "../../modules/kml_ring/kml_ring_logic.h"
 
@@ -1280,6 +1281,710 @@ TEST_F_TIMEOUT(ring, start_struct_size_from_the_ioctl_number, 300)
 	ASSERT_EQ(0, ioctl(self->r.fd, large, &big));
 	EXPECT_EQ(0, wait_ge(&self->r.ctrl->produced, 1, 60));
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+}
+
+/* Bad pointers for the two ioctls that take a plain value. */
+TEST_F_TIMEOUT(ring, value_ioctls_with_bad_pointers, 300)
+{
+	uint64_t wm = 64;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_SET_WATERMARK, &wm));
+	EXPECT_EQ(-1, ioctl(self->r.fd, KML_RING_IOC_GET_VERSION, kml_bad_ptr()));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(self->r.fd, KML_RING_IOC_SET_WATERMARK, kml_bad_ptr()));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(wm, self->r.ctrl->watermark);
+}
+
+/*
+ * A ring too full for another API record counts it lost, like the
+ * producer's: the records kept are the first ones, whole and in order,
+ * and kept + lost is what was written.
+ */
+TEST_F_TIMEOUT(ring, api_writes_to_a_full_ring_are_lost, 300)
+{
+	uint64_t seen = 0;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	kml_unload("kml_ring_apitest");
+	/* 200 records of 40 to 56 bytes: more than twice a page. */
+	ASSERT_EQ(0, kml_load("modules/tests/kml_ring_apitest.ko", "records=200"));
+	ASSERT_EQ(0, kml_unload("kml_ring_apitest"));
+	EXPECT_GT(self->r.ctrl->lost, 0);
+	EXPECT_EQ(200, self->r.ctrl->produced + self->r.ctrl->lost);
+	consume_api(_metadata, &self->r, &seen);
+	EXPECT_EQ(self->r.ctrl->produced, seen);
+}
+
+/*
+ * NOFILL (for benchmarks) writes the sample headers only: the data bytes
+ * are left as they were (a new ring's are zero) and the checksum is 0.
+ */
+TEST_F_TIMEOUT(ring, nofill_samples_have_headers_only, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = 64, .count = 10, .cpu = -1, .flags = KML_RING_PRODUCE_NOFILL,
+	};
+	static const uint8_t zero[32];
+	uint64_t i;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_START, &p));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 10, 60));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(640, self->r.ctrl->head);
+	for (i = 0; i < 10; i++) {
+		const struct kml_ring_rec *rec = (const void *)(self->r.data + 64 * i);
+		const struct kml_ring_sample *s = (const void *)(rec + 1);
+
+		EXPECT_EQ(KML_RING_REC_SAMPLE, rec->type);
+		EXPECT_EQ(64, rec->size);
+		EXPECT_EQ(i, s->seq);
+		EXPECT_EQ(32, s->len);
+		EXPECT_EQ(0, s->csum);
+		EXPECT_EQ(0, memcmp(zero, s->data, sizeof(zero)));
+	}
+}
+
+/*
+ * A record is at most KML_RING_MAX_PAYLOAD past its header, however large
+ * the ring: in a ring of 512 KiB, a quarter is more than that.
+ */
+TEST_F_TIMEOUT(ring, start_record_over_the_payload_limit, 300)
+{
+	uint32_t max = KML_RING_MAX_PAYLOAD + sizeof(struct kml_ring_rec);
+	long pg = sysconf(_SC_PAGESIZE);
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 128));
+	ASSERT_LT(max + 8, 128 * pg / 4);
+	EXPECT_EQ(-EINVAL, start(self->r.fd, max + 8, 0, 1, -1));
+	EXPECT_EQ(0, self->r.ctrl->head);
+	ASSERT_EQ(0, start(self->r.fd, max, 0, 1, -1));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 1, 60));
+	EXPECT_EQ(max, ((const struct kml_ring_rec *)self->r.data)->size);
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+}
+
+/* A single SET_SIZE larger than a user's whole share is -ENOSPC too. */
+TEST(one_ring_larger_than_the_user_share)
+{
+	pid_t pid;
+	int status;
+
+	ASSERT_EQ(0, reload_ring_with("user_pages=2"));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = open(DEV, O_RDWR), other = open(DEV, O_RDWR);
+		char buf[8];
+
+		if (fd < 0 || other < 0 || become_nobody())
+			_exit(10);
+		if (set_size(fd, 2) != -ENOSPC)		/* 3 pages of 2 */
+			_exit(11);
+		/* Nothing charged: the whole share is still there. */
+		if (read(fd, buf, sizeof(buf)) != -1 || errno != EINVAL)
+			_exit(12);
+		if (set_size(other, 1))
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, reload_ring());
+}
+
+struct resizer {
+	int fd, rounds, errors;
+};
+
+static void *resize_rounds(void *arg)
+{
+	struct resizer *z = arg;
+	double end = now_s() + 60;
+
+	for (int i = 0; i < z->rounds && now_s() < end; i++)
+		z->errors += set_size(z->fd, 1U << (i % 4)) != 0;
+	return NULL;
+}
+
+/*
+ * Rings resized on both CPUs at once take and give back the shared
+ * budget concurrently: afterwards, with every ring closed, all of it is
+ * there again, to the page.
+ */
+TEST(concurrent_resizes_keep_the_budget_exact)
+{
+	static const uint32_t fill[] = { 32, 16, 8, 4 };	/* 33+17+9+5 = 64 */
+	struct resizer z[2];
+	pthread_t t[2];
+	int fds[4], i, extra;
+
+	ASSERT_EQ(0, reload_ring_with("max_pages=64"));
+	for (i = 0; i < 2; i++) {
+		z[i] = (struct resizer){ .fd = open(DEV, O_RDWR | O_CLOEXEC), .rounds = 2000 };
+		ASSERT_GE(z[i].fd, 0);
+	}
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, resize_rounds, &z[i]));
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, z[i].errors) TH_LOG("thread %d", i);
+		close(z[i].fd);
+	}
+	for (i = 0; i < 4; i++) {
+		fds[i] = open(DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_GE(fds[i], 0);
+		EXPECT_EQ(0, set_size(fds[i], fill[i])) TH_LOG("ring %d", i);
+	}
+	extra = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(extra, 0);
+	EXPECT_EQ(-ENOSPC, set_size(extra, 1));
+	close(extra);
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	ASSERT_EQ(0, reload_ring());
+}
+
+/* ---- a consumer's tail is never trusted ---- */
+
+/* Writes @tail as the consumer would, with release semantics. */
+static void put_tail(struct kml_ring_user *r, uint64_t tail)
+{
+	__atomic_store_n(&r->ctrl->tail, tail, __ATOMIC_RELEASE);
+}
+
+/*
+ * The (type, size) a record header at @pos would have: what read() looks
+ * at first when the consumer's tail says a record starts there.
+ */
+static uint32_t size_at(const struct kml_ring_user *r, uint64_t pos)
+{
+	const struct kml_ring_rec *rec = (const void *)(r->data + (pos & (r->size - 1)));
+
+	return rec->size;
+}
+
+/*
+ * read() takes its start from the tail userspace wrote in the control
+ * page. A tail that does not point at a record (misaligned, or into a
+ * record's payload, whose bytes say a size that is too small, not a
+ * multiple of 8, past the end of the area or past head) gets -EINVAL and
+ * changes nothing: not the tail, not head, not the records. A tail past
+ * head reads as head (nothing there); one more than a ring behind reads
+ * as a ring behind.
+ */
+TEST_F_TIMEOUT(ring, read_refuses_a_garbled_tail, 300)
+{
+	const uint32_t rs = 1024, count = 2048;
+	uint64_t head, pos, found[4] = { 0, 0, 0, 0 };
+	static char buf[65536];
+	struct check c = { 0 };
+	ssize_t n, off;
+	int i;
+
+	/* 4 MiB of ring, half filled: head is far from the area's end. */
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1024));
+	ASSERT_EQ(0, fcntl(self->r.fd, F_SETFL, O_NONBLOCK));
+	ASSERT_EQ(0, start(self->r.fd, rs, 0, count, -1));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, count, 120));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	head = self->r.ctrl->head;
+	ASSERT_EQ((uint64_t)rs * count, head);
+	ASSERT_EQ(0, self->r.ctrl->lost);
+
+	/*
+	 * Payload words (the samples' pseudo-random bytes) read as a header:
+	 * find one of each kind of bad size, first for first. The data is a
+	 * function of the sequence numbers, so these exist on every run.
+	 */
+	for (pos = 0; pos < head; pos += 8) {
+		uint32_t sz = size_at(&self->r, pos);
+
+		if (pos % rs < 16)
+			continue;			/* a real header */
+		if (sz < 8 && !found[0])
+			found[0] = pos;
+		else if (sz >= 8 && sz % 8 && !found[1])
+			found[1] = pos;
+		else if (sz >= 8 && !(sz % 8) && sz > self->r.size - pos && !found[2])
+			found[2] = pos;
+		else if (sz >= 8 && !(sz % 8) && sz <= self->r.size - pos &&
+			 sz > head - pos && !found[3])
+			found[3] = pos;
+	}
+	for (i = 0; i < 4; i++) {
+		ASSERT_NE(0, found[i]) TH_LOG("no garbled size of kind %d", i);
+		put_tail(&self->r, found[i]);
+		EXPECT_EQ(-1, read(self->r.fd, buf, sizeof(buf))) TH_LOG("kind %d", i);
+		EXPECT_EQ(EINVAL, errno) TH_LOG("kind %d at %llu, size %u", i,
+						 (unsigned long long)found[i],
+						 size_at(&self->r, found[i]));
+		EXPECT_EQ(found[i], self->r.ctrl->tail);
+		EXPECT_EQ(head, self->r.ctrl->head);
+	}
+	/* Misaligned: not even looked at. */
+	put_tail(&self->r, rs + 4);
+	EXPECT_EQ(-1, read(self->r.fd, buf, sizeof(buf)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(rs + 4, self->r.ctrl->tail);
+
+	/* Back on a record: the records are all still there, intact. */
+	put_tail(&self->r, head - 2 * rs);
+	n = read(self->r.fd, buf, sizeof(buf));
+	ASSERT_EQ(2 * rs, n);
+	c.next_seq = count - 2;
+	for (off = 0; off < n; off += ((struct kml_ring_rec *)(buf + off))->size)
+		check_sample((const void *)(buf + off), &c);
+	EXPECT_EQ(2, c.records);
+	EXPECT_EQ(0, c.bad);
+	EXPECT_EQ(0, c.gaps);
+	EXPECT_EQ(head, self->r.ctrl->tail);
+
+	/* Past head: there is nothing there, and tail comes back to head. */
+	put_tail(&self->r, head + 4096);
+	EXPECT_EQ(-1, read(self->r.fd, buf, sizeof(buf)));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(head, self->r.ctrl->tail);
+}
+
+/* A tail more than a ring behind head reads from a ring behind. */
+TEST_F_TIMEOUT(ring, read_from_a_tail_a_lap_behind, 300)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	static char buf[65536];
+	struct check c = { 0 };
+	uint64_t cap = pg / 64;
+	ssize_t n, off;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	/* Fill the ring, consume it all, fill it again: head is 2 rings. */
+	ASSERT_EQ(0, start(self->r.fd, 64, 0, cap, -1));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, cap, 60));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(pg, read(self->r.fd, buf, sizeof(buf)));
+	ASSERT_EQ(0, start(self->r.fd, 64, 0, cap, -1));
+	ASSERT_EQ(0, wait_ge(&self->r.ctrl->produced, 2 * cap, 60));
+	ASSERT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(2 * pg, self->r.ctrl->head);
+	EXPECT_EQ(0, self->r.ctrl->lost);
+
+	put_tail(&self->r, 0);
+	n = read(self->r.fd, buf, sizeof(buf));
+	ASSERT_EQ(pg, n);
+	/* The second run's records, from its first: seq 0 again. */
+	for (off = 0; off < n; off += ((struct kml_ring_rec *)(buf + off))->size)
+		check_sample((const void *)(buf + off), &c);
+	EXPECT_EQ(cap, c.records);
+	EXPECT_EQ(0, c.bad);
+	EXPECT_EQ(0, c.gaps);
+	EXPECT_EQ(2 * pg, self->r.ctrl->tail);
+}
+
+/* ---- allocation failures: every allocating call, walked ---- */
+
+#define FAULT_INIT(f) do {						\
+	int ret_ = kml_fault_init(f);					\
+									\
+	if (ret_)							\
+		SKIP(return, "no fault injection: %s", strerror(-ret_));	\
+} while (0)
+
+/* /sys/module/@mod/refcnt: a leaked file or mapping would hold it. */
+static long module_refcnt(const char *mod)
+{
+	char path[128], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/%s/refcnt", mod);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtol(buf, NULL, 10);
+}
+
+/* Lines of /proc/kmodlab/stats that belong to kml_ring. */
+static int ring_stat_lines(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/kmodlab/stats", "r");
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += !strncmp(line, "kml_ring ", 9);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+TEST(fault_walk_open)
+{
+	int n, fd = -1, err = 0, injected = 0;
+	struct kml_fault f;
+	long ref0;
+
+	ASSERT_EQ(0, reload_ring());
+	FAULT_INIT(&f);
+	ref0 = module_refcnt("kml_ring");
+	ASSERT_GE(ref0, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		fd = open(DEV, O_RDWR | O_CLOEXEC);
+		err = errno;
+		if (!kml_fault_fired(&f))
+			break;
+		injected++;
+		ASSERT_EQ(-1, fd) TH_LOG("allocation %d failed, yet open() succeeded", n);
+		EXPECT_EQ(ENOMEM, err) TH_LOG("allocation %d", n);
+		/* No file half made: the module is not pinned. */
+		EXPECT_EQ(ref0, module_refcnt("kml_ring")) TH_LOG("allocation %d", n);
+	}
+	kml_fault_exit(&f);
+	TH_LOG("open: %d allocation failures injected", injected);
+	ASSERT_GE(fd, 0) TH_LOG("errno %d", err);
+	EXPECT_GT(injected, 0);
+	EXPECT_EQ(ref0 + 1, module_refcnt("kml_ring"));
+	EXPECT_EQ(0, set_size(fd, 1));
+	close(fd);
+}
+
+/*
+ * A fired failure must end in a clean error, or, when the core absorbed
+ * it (an optional allocation: vmap's preload, a uevent, gcov's own
+ * bookkeeping in a coverage build), in a success that is complete. The
+ * walks count both; the second kind is then checked and undone.
+ */
+struct walk {
+	int injected, errors, absorbed;
+};
+
+static void walk_log(struct __test_metadata *_metadata, const char *what,
+		     const struct walk *w)
+{
+	TH_LOG("%s: %d allocation failures injected: %d clean errors, %d absorbed by the core",
+	       what, w->injected, w->errors, w->absorbed);
+}
+
+/* An unprivileged ring of 2 pages, sized and empty, holding the budget. */
+static void check_sized_alone(struct __test_metadata *_metadata, int fd, int other)
+{
+	char buf[64];
+
+	EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
+	EXPECT_EQ(EAGAIN, errno);
+	/* The budget is exactly used up: nothing was given back twice. */
+	EXPECT_EQ(-ENOSPC, set_size(other, 1));
+}
+
+/*
+ * The first SET_SIZE of an unprivileged user: its page count entry, the
+ * page array, the pages, the vmap. With budgets of exactly the ring's
+ * pages, anything a failure kept would make the next attempt -ENOSPC, and
+ * anything it gave back twice would leave room for a second ring.
+ */
+TEST(fault_walk_first_set_size_unprivileged)
+{
+	int n, fd, other, ret = -1;
+	struct walk w = { 0 };
+	struct kml_fault f;
+	char buf[64];
+
+	ASSERT_EQ(0, reload_ring_with("max_pages=3 user_pages=3"));
+	FAULT_INIT(&f);		/* as root: the injectors are in debugfs */
+	fd = open(DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	other = open(DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_GE(other, 0);
+	/* No CAP_IPC_LOCK now: user_pages holds. (The next tests reload.) */
+	ASSERT_EQ(0, become_nobody());
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		ret = set_size(fd, 2);
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (!ret) {
+			w.absorbed++;
+			check_sized_alone(_metadata, fd, other);
+			close(fd);
+			fd = open(DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			ASSERT_GE(fd, 0);
+			continue;
+		}
+		w.errors++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		/* Still unsized: nothing to read, nothing to map. */
+		EXPECT_EQ(-1, read(fd, buf, sizeof(buf)));
+		EXPECT_EQ(EINVAL, errno) TH_LOG("allocation %d", n);
+		EXPECT_EQ(MAP_FAILED, mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ,
+					   MAP_SHARED, fd, 0));
+	}
+	kml_fault_exit(&f);
+	walk_log(_metadata, "first SET_SIZE", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GE(w.errors, 5);		/* array, 3 pages, vmap */
+	check_sized_alone(_metadata, fd, other);
+	close(fd);
+	EXPECT_EQ(0, set_size(other, 2));
+	close(other);
+}
+
+/* Copies what a ring shows through its mappings: control page, data. */
+static int snapshot(int fd, void *ctrl, void *data, size_t data_len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *c, *d;
+
+	c = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+	d = mmap(NULL, data_len, PROT_READ, MAP_SHARED, fd, pg);
+	if (c != MAP_FAILED && d != MAP_FAILED) {
+		memcpy(ctrl, c, pg);
+		memcpy(data, d, data_len);
+	}
+	if (c != MAP_FAILED)
+		munmap(c, pg);
+	if (d != MAP_FAILED)
+		munmap(d, data_len);
+	return c == MAP_FAILED || d == MAP_FAILED ? -1 : 0;
+}
+
+/*
+ * The ring a resize starts from: 1 page, 10 records, a watermark and a
+ * tail of the consumer's. Its mappings copied to @ctrl0, @data0.
+ */
+static void old_ring(struct __test_metadata *_metadata, int fd, char *ctrl0, char *data0)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct kml_ring_ctrl *c;
+	uint64_t wm = 128;
+
+	ASSERT_EQ(0, set_size(fd, 1));
+	ASSERT_EQ(0, ioctl(fd, KML_RING_IOC_SET_WATERMARK, &wm));
+	c = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, c);
+	ASSERT_EQ(0, start(fd, 64, 0, 10, -1));
+	ASSERT_EQ(0, wait_ge(&c->produced, 10, 60));
+	ASSERT_EQ(0, ioctl(fd, KML_RING_IOC_STOP));
+	c->tail = 128;
+	munmap(c, pg);
+	ASSERT_EQ(0, snapshot(fd, ctrl0, data0, pg));
+}
+
+/* Resized to 2 pages, empty, and holding 3 pages of the 5, no more. */
+static void check_resized(struct __test_metadata *_metadata, int fd)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct kml_ring_ctrl *c;
+	int other;
+
+	c = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, c);
+	EXPECT_EQ(2 * pg, c->data_size);
+	EXPECT_EQ(0, c->head);
+	EXPECT_EQ(0, c->produced);
+	EXPECT_EQ(128, c->watermark);
+	munmap(c, pg);
+	/* The old ring's 2 pages came back, the new one holds 3. */
+	other = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(other, 0);
+	EXPECT_EQ(-ENOSPC, set_size(other, 2));
+	EXPECT_EQ(0, set_size(other, 1));
+	close(other);
+}
+
+/*
+ * A resize that fails keeps the old ring as it was: its records, head,
+ * counters and watermark, and its share of the budget.
+ */
+TEST(fault_walk_resize_keeps_the_old_ring)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *ctrl0 = malloc(pg), *data0 = malloc(pg);
+	char *ctrl1 = malloc(pg), *data1 = malloc(pg);
+	struct walk w = { 0 };
+	struct kml_fault f;
+	int n, fd, ret = -1;
+
+	ASSERT_NE(NULL, ctrl0);
+	ASSERT_NE(NULL, data0);
+	ASSERT_NE(NULL, ctrl1);
+	ASSERT_NE(NULL, data1);
+	/* 2 pages now, 3 after: both at once during the swap. */
+	ASSERT_EQ(0, reload_ring_with("max_pages=5"));
+	fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	old_ring(_metadata, fd, ctrl0, data0);
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		ret = set_size(fd, 2);
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (!ret) {
+			w.absorbed++;
+			check_resized(_metadata, fd);
+			old_ring(_metadata, fd, ctrl0, data0);
+			continue;
+		}
+		w.errors++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		ASSERT_EQ(0, snapshot(fd, ctrl1, data1, pg)) TH_LOG("allocation %d", n);
+		EXPECT_EQ(0, memcmp(ctrl0, ctrl1, pg)) TH_LOG("allocation %d", n);
+		EXPECT_EQ(0, memcmp(data0, data1, pg)) TH_LOG("allocation %d", n);
+	}
+	kml_fault_exit(&f);
+	walk_log(_metadata, "resizing SET_SIZE", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GE(w.errors, 5);		/* array, 3 pages, vmap */
+	check_resized(_metadata, fd);
+	close(fd);
+	free(ctrl0);
+	free(data0);
+	free(ctrl1);
+	free(data1);
+	ASSERT_EQ(0, reload_ring());
+}
+
+/*
+ * mmap()'s allocations are the core's (the vma, its tree); a failure
+ * after our handler ran must undo its count of mappings, or SET_SIZE
+ * would say -EBUSY for ever and rmmod would wait.
+ */
+TEST(fault_walk_mmap)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct walk w[2] = { { 0 }, { 0 } };
+	int n, fd, part, err = 0;
+	struct kml_fault f;
+	void *p = MAP_FAILED;
+
+	ASSERT_EQ(0, reload_ring());
+	fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, set_size(fd, 1));
+	FAULT_INIT(&f);
+	for (part = 0; part < 2; part++) {
+		int prot = part ? PROT_READ : PROT_READ | PROT_WRITE;
+
+		for (n = 1; n <= KML_FAULT_MAX; n++) {
+			kml_fault_arm(&f, n);
+			p = mmap(NULL, pg, prot, MAP_SHARED, fd, part * pg);
+			err = errno;
+			if (!kml_fault_fired(&f))
+				break;
+			w[part].injected++;
+			if (p != MAP_FAILED) {
+				w[part].absorbed++;
+				/* Counted as mapped, and only once. */
+				EXPECT_EQ(-EBUSY, set_size(fd, 1));
+				munmap(p, pg);
+				EXPECT_EQ(0, set_size(fd, 1));
+				continue;
+			}
+			w[part].errors++;
+			EXPECT_EQ(ENOMEM, err) TH_LOG("part %d, allocation %d", part, n);
+			/* Not counted as mapped: the ring can still be resized. */
+			EXPECT_EQ(0, set_size(fd, 1)) TH_LOG("part %d, allocation %d", part, n);
+		}
+		ASSERT_NE(MAP_FAILED, p) TH_LOG("part %d: errno %d", part, err);
+		EXPECT_EQ(-EBUSY, set_size(fd, 1));
+		munmap(p, pg);
+		EXPECT_EQ(0, set_size(fd, 1));
+		EXPECT_GT(w[part].errors, 0);
+	}
+	kml_fault_exit(&f);
+	walk_log(_metadata, "mmap of the control page", &w[0]);
+	walk_log(_metadata, "mmap of the data", &w[1]);
+	close(fd);
+}
+
+/* START's allocations: the kernel thread's creation request, its name. */
+TEST_F_TIMEOUT(ring, fault_walk_start, 300)
+{
+	int n, ret = -1, injected = 0;
+	struct kml_fault f;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		ret = start(self->r.fd, 64, 0, 5, -1);
+		if (!kml_fault_fired(&f))
+			break;
+		injected++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		/* No producer: nothing written, and STOP has nothing to stop. */
+		EXPECT_EQ(0, self->r.ctrl->produced);
+		EXPECT_EQ(0, self->r.ctrl->head);
+		EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	}
+	kml_fault_exit(&f);
+	TH_LOG("START: %d allocation failures injected", injected);
+	ASSERT_EQ(0, ret);
+	EXPECT_GT(injected, 0);
+	EXPECT_EQ(0, wait_ge(&self->r.ctrl->produced, 5, 60));
+	EXPECT_EQ(-EBUSY, start(self->r.fd, 64, 0, 5, -1));
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+}
+
+/* A loaded kml_ring is complete: its device, its stats, a ring. */
+static void check_ring_works(struct __test_metadata *_metadata)
+{
+	int fd;
+
+	EXPECT_LT(0, ring_stat_lines());
+	fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(0, set_size(fd, 1));
+	close(fd);
+}
+
+/*
+ * finit_module(): the loader's allocations and kml_ring_init()'s (its
+ * workqueue, its stats set, the misc device). A failed load leaves no
+ * trace: no module, no device, no stats set (one left behind would make
+ * the next load fail with -EEXIST).
+ */
+TEST(fault_walk_module_load)
+{
+	int n, ko, ret = -1;
+	struct walk w = { 0 };
+	struct kml_fault f;
+
+	ASSERT_EQ(0, kml_unload("kml_ring"));
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ko = open(kml_ko_path("modules/kml_ring/kml_ring.ko"), O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(ko, 0);
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		kml_fault_arm(&f, n);
+		ret = syscall(SYS_finit_module, ko, "", 0) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (!ret) {
+			w.absorbed++;
+			check_ring_works(_metadata);
+			ASSERT_EQ(0, kml_unload("kml_ring"));
+			continue;
+		}
+		w.errors++;
+		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d: %s", n, strerror(-ret));
+		EXPECT_NE(0, access("/sys/module/kml_ring", F_OK)) TH_LOG("allocation %d", n);
+		EXPECT_NE(0, access(DEV, F_OK)) TH_LOG("allocation %d", n);
+		EXPECT_EQ(0, ring_stat_lines()) TH_LOG("allocation %d", n);
+	}
+	kml_fault_exit(&f);
+	close(ko);
+	walk_log(_metadata, "module load", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GT(w.errors, 0);
+	check_ring_works(_metadata);
 }
 
 TEST_HARNESS_MAIN
