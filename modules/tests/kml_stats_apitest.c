@@ -23,6 +23,15 @@
 
 static int failures;
 
+/*
+ * hold_demo=1: register a set named "demo" and keep it until unload, so the
+ * selftest can see kml_stats refuse to build its own demo set over it.
+ */
+static bool hold_demo;
+module_param(hold_demo, bool, 0444);
+MODULE_PARM_DESC(hold_demo, "keep a set named \"demo\" registered (default N)");
+static struct kml_stats_set *held;
+
 #define CHECK(cond) do {						\
 	if (!(cond)) {							\
 		pr_err("check failed at line %d: %s\n", __LINE__, #cond);	\
@@ -48,6 +57,11 @@ static void check_register_errors(void)
 	static const struct kml_stats_desc badtype[] = {
 		{ "t", (enum kml_stats_type)7 },
 	};
+	/* 32 characters, one more than a name may have */
+	static const char name32[] = "abcdefghijklmnopqrstuvwxyz012345";
+	static const struct kml_stats_desc long_stat[] = {
+		{ name32, KML_STAT_COUNTER },
+	};
 	struct kml_stats_desc *many;
 	struct kml_stats_set *set, *again;
 	unsigned int i;
@@ -61,6 +75,12 @@ static void check_register_errors(void)
 	CHECK(PTR_ERR(kml_stats_register("apitest", badname, 1)) == -EINVAL);
 	CHECK(PTR_ERR(kml_stats_register("apitest", noname, 1)) == -EINVAL);
 	CHECK(PTR_ERR(kml_stats_register("apitest", badtype, 1)) == -EINVAL);
+	/* Names are 1..KML_STATS_NAME_MAX (31) characters: 32 is refused. */
+	CHECK(PTR_ERR(kml_stats_register(name32, ok, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", long_stat, 1)) == -EINVAL);
+	set = kml_stats_register(name32 + 1, ok, 1);
+	CHECK(!IS_ERR(set));
+	kml_stats_unregister(set);
 
 	/* 100 histograms need 6600 slots: more than one set may own. */
 	many = kcalloc(100, sizeof(*many), GFP_KERNEL);
@@ -208,6 +228,14 @@ static int __init kml_stats_apitest_init(void)
 	check_register_errors();
 	check_values();
 	check_largest_sets();
+	if (!failures && hold_demo) {
+		static const struct kml_stats_desc d[] = { { "held", KML_STAT_COUNTER } };
+
+		held = kml_stats_register("demo", d, ARRAY_SIZE(d));
+		CHECK(!IS_ERR(held));
+		if (IS_ERR(held))
+			held = NULL;
+	}
 	if (failures) {
 		kml_stats_unregister(big);
 		pr_err("%d checks failed\n", failures);
@@ -219,6 +247,7 @@ static int __init kml_stats_apitest_init(void)
 
 static void __exit kml_stats_apitest_exit(void)
 {
+	kml_stats_unregister(held);
 	kml_stats_unregister(big);
 }
 
