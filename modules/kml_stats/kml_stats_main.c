@@ -261,6 +261,12 @@ static bool kml_item_ok(struct kml_stats_set *set, unsigned int id,
 	return !WARN_ON_ONCE(id >= set->n || set->items[id].type != type);
 }
 
+/* Counters and histogram sums alike: one per-CPU add, IRQ-safe. */
+static void kml_slot_add(struct kml_stats_set *set, unsigned int slot, u64 delta)
+{
+	this_cpu_add(set->slots[slot], delta);
+}
+
 /**
  * kml_stats_add() - add to a counter
  * @set: the set
@@ -272,7 +278,7 @@ static bool kml_item_ok(struct kml_stats_set *set, unsigned int id,
 void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta)
 {
 	if (kml_item_ok(set, id, KML_STAT_COUNTER))
-		this_cpu_add(set->slots[set->items[id].slot], delta);
+		kml_slot_add(set, set->items[id].slot, delta);
 }
 EXPORT_SYMBOL_GPL(kml_stats_add);
 
@@ -292,7 +298,7 @@ void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val)
 		return;
 	slot = set->items[id].slot;
 	this_cpu_inc(set->slots[slot + kml_log2_bucket(val)]);
-	this_cpu_add(set->slots[slot + KML_STATS_HIST_BUCKETS], val);
+	kml_slot_add(set, slot + KML_STATS_HIST_BUCKETS, val);
 }
 EXPORT_SYMBOL_GPL(kml_stats_hist_add);
 
