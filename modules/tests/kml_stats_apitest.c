@@ -181,6 +181,11 @@ static void check_largest_sets(void)
 	CHECK(kml_stats_read(big, KML_STATS_MAX_SLOTS - 1) == KML_STATS_MAX_SLOTS - 1);
 }
 
+static void count_reset(void *data)
+{
+	(*(int *)data)++;
+}
+
 static void check_values(void)
 {
 	static const struct kml_stats_desc desc[] = {
@@ -189,6 +194,7 @@ static void check_values(void)
 	};
 	struct kml_stats_hist *h;
 	struct kml_stats_set *set;
+	int resets = 0;
 
 	set = kml_stats_register("apitest", desc, ARRAY_SIZE(desc));
 	CHECK(!IS_ERR(set));
@@ -213,7 +219,11 @@ static void check_values(void)
 	CHECK(h->sum == 1000);	/* 0 + 1 + 1000 + (2^64 - 1) wraps */
 	CHECK(h->buckets[0] == 1 && h->buckets[1] == 1);
 	CHECK(h->buckets[10] == 1 && h->buckets[64] == 1);
+	/* The owner's hook runs with every reset of its set, and only then. */
+	kml_stats_on_reset(set, count_reset, &resets);
+	CHECK(resets == 0);
 	kml_stats_reset(set);
+	CHECK(resets == 1);
 	CHECK(kml_stats_read(set, 0) == 0);
 	CHECK(kml_stats_hist_read(set, 1, h) == 0 && h->count == 0 && h->sum == 0);
 	kml_stats_inc(set, 0);
