@@ -1538,7 +1538,7 @@ FIXTURE(model) {};
 FIXTURE_SETUP(model) {}
 FIXTURE_TEARDOWN(model) {}
 
-TEST_F_TIMEOUT(model, seeded_model_is_followed_exactly, WORK_CAP_S)
+TEST_F_TIMEOUT(model, seeded_model_is_followed_exactly, WORK_CAP_S + 60)
 {
 	struct kml_sensor_read_all all = { 0 };
 	struct kml_model m;
@@ -1645,7 +1645,7 @@ static int sensor_works(unsigned int nch)
  * the loader's, the stats set, the platform device, hwmon, the misc
  * device. Every failure is an error that leaves nothing behind.
  */
-TEST_F_TIMEOUT(fault, load, WORK_CAP_S)
+TEST_F_TIMEOUT(fault, load, WORK_CAP_S + 60)
 {
 	/* On the stack: no page fault in the call may take the failure. */
 	char params[] = "channels=3";
