@@ -454,6 +454,7 @@ TEST_F_TIMEOUT(hello, fault_load, 600)
 		ASSERT_TRUE(loaded()) TH_LOG("n=%u", n);
 		ASSERT_EQ(2, count_lines(self->log, "Hello, world!", 7)) TH_LOG("n=%u", n);
 		ASSERT_EQ(0, kml_unload("kml_hello"));
+		DRAIN();	/* its goodbye, before the next CLEAR() */
 	}
 	close(fd);
 	kml_fault_exit(&f);

@@ -1673,7 +1673,14 @@ TEST_F_TIMEOUT(fault, load, WORK_CAP_S + 60)
 		fired++;
 		if (ret) {
 			refused++;
-			EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+			/*
+			 * Any error will do: the driver core and hwmon turn
+			 * some allocation failures into other codes (EINVAL),
+			 * which init passes on as they are.
+			 */
+			ASSERT_EQ(-1, ret);
+			if (err != ENOMEM)
+				TH_LOG("n=%u: %s", n, strerror(err));
 			ASSERT_TRUE(sensor_absent()) TH_LOG("n=%u: left behind", n);
 			continue;
 		}
@@ -1754,7 +1761,7 @@ TEST_F(dev, fault_ioctls)
 {
 	struct kml_sensor_info info;
 	struct kml_sensor_reading rd = { .channel = 1 };
-	struct kml_sensor_read_all all;
+	struct kml_sensor_read_all all = { 0 };
 	struct kml_sensor_alarm get = { .channel = 2 };
 	struct kml_sensor_alarm set = {
 		.channel = 2, .flags = KML_SENSOR_ALARM_ENABLED,
