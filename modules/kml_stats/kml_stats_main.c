@@ -109,24 +109,25 @@ static struct kml_stats_set *kml_find_locked(const char *name)
 	return NULL;
 }
 
-/**
- * kml_stats_register() - publish a named set of counters and histograms
- * @name: set name, unique among registered sets
- * @desc: the statistics, in the order their ids are used; names are copied
- * @n: number of entries in @desc
- *
- * Context: process context, may sleep.
- * Return: the new set, or ERR_PTR(-EINVAL) for a bad name, an empty or
- * oversized set or duplicate statistic names, ERR_PTR(-EEXIST) if @name is
- * taken, ERR_PTR(-ENOMEM).
+static void kml_set_free(struct kml_stats_set *set)
+{
+	if (!set)
+		return;
+	free_percpu(set->slots);
+	kvfree(set->base);
+	kvfree(set);
+}
+
+/*
+ * Validates @desc and builds a set from it, not yet listed: its owner may
+ * fill it in before any reader sees it, and a failure has nothing to undo.
  */
-struct kml_stats_set *kml_stats_register(const char *name,
-					 const struct kml_stats_desc *desc,
-					 unsigned int n)
+static struct kml_stats_set *kml_set_alloc(const char *name,
+					   const struct kml_stats_desc *desc,
+					   unsigned int n)
 {
 	struct kml_stats_set *set;
 	unsigned int i, j, nslots = 0;
-	int ret;
 
 	if (!name || !kml_stats_name_valid(name) || !desc || n == 0 ||
 	    n > KML_STATS_MAX_SLOTS)
@@ -158,13 +159,12 @@ struct kml_stats_set *kml_stats_register(const char *name,
 	set->n = n;
 	strscpy(set->name, name, sizeof(set->name));
 	set->nslots = nslots;
-	ret = -ENOMEM;
 	set->slots = __alloc_percpu(nslots * sizeof(u64), sizeof(u64));
-	if (!set->slots)
-		goto err_free;
 	set->base = kvcalloc(nslots, sizeof(u64), GFP_KERNEL);
-	if (!set->base)
-		goto err_free;
+	if (!set->slots || !set->base) {
+		kml_set_free(set);
+		return ERR_PTR(-ENOMEM);
+	}
 
 	nslots = 0;
 	for (i = 0; i < n; i++) {
@@ -174,27 +174,62 @@ struct kml_stats_set *kml_stats_register(const char *name,
 		set->items[i].slot = nslots;
 		nslots += desc[i].type == KML_STAT_HIST ? KML_HIST_SLOTS : 1;
 		/* Duplicates would make two lines a parser cannot tell apart. */
-		ret = -EINVAL;
-		for (j = 0; j < i; j++)
-			if (!strcmp(set->items[j].name, set->items[i].name))
-				goto err_free;
+		for (j = 0; j < i; j++) {
+			if (!strcmp(set->items[j].name, set->items[i].name)) {
+				kml_set_free(set);
+				return ERR_PTR(-EINVAL);
+			}
+		}
 	}
-
-	mutex_lock(&kml_lock);
-	if (kml_find_locked(name)) {
-		mutex_unlock(&kml_lock);
-		ret = -EEXIST;
-		goto err_free;
-	}
-	list_add_tail(&set->node, &kml_sets);
-	mutex_unlock(&kml_lock);
 	return set;
+}
 
-err_free:
-	kvfree(set->base);
-	free_percpu(set->slots);
-	kvfree(set);
-	return ERR_PTR(ret);
+/*
+ * Lists @set in the place of @old, which has the same name and leaves the
+ * list in the same step, so a reader sees one or the other, never both
+ * and never neither; with no @old, at the end, unless the name is taken.
+ */
+static int kml_list_locked(struct kml_stats_set *set, struct kml_stats_set *old)
+{
+	lockdep_assert_held(&kml_lock);
+	if (old) {
+		list_replace(&old->node, &set->node);
+		return 0;
+	}
+	if (kml_find_locked(set->name))
+		return -EEXIST;
+	list_add_tail(&set->node, &kml_sets);
+	return 0;
+}
+
+/**
+ * kml_stats_register() - publish a named set of counters and histograms
+ * @name: set name, unique among registered sets
+ * @desc: the statistics, in the order their ids are used; names are copied
+ * @n: number of entries in @desc
+ *
+ * Context: process context, may sleep.
+ * Return: the new set, or ERR_PTR(-EINVAL) for a bad name, an empty or
+ * oversized set or duplicate statistic names, ERR_PTR(-EEXIST) if @name is
+ * taken, ERR_PTR(-ENOMEM).
+ */
+struct kml_stats_set *kml_stats_register(const char *name,
+					 const struct kml_stats_desc *desc,
+					 unsigned int n)
+{
+	struct kml_stats_set *set = kml_set_alloc(name, desc, n);
+	int ret;
+
+	if (IS_ERR(set))
+		return set;
+	mutex_lock(&kml_lock);
+	ret = kml_list_locked(set, NULL);
+	mutex_unlock(&kml_lock);
+	if (ret) {
+		kml_set_free(set);
+		return ERR_PTR(ret);
+	}
+	return set;
 }
 EXPORT_SYMBOL_GPL(kml_stats_register);
 
@@ -215,9 +250,7 @@ void kml_stats_unregister(struct kml_stats_set *set)
 	mutex_lock(&kml_lock);
 	list_del(&set->node);
 	mutex_unlock(&kml_lock);
-	free_percpu(set->slots);
-	kvfree(set->base);
-	kvfree(set);
+	kml_set_free(set);
 }
 EXPORT_SYMBOL_GPL(kml_stats_unregister);
 
@@ -226,6 +259,12 @@ static bool kml_item_ok(struct kml_stats_set *set, unsigned int id,
 {
 	/* A wrong id is a bug in the caller: say so once, never corrupt. */
 	return !WARN_ON_ONCE(id >= set->n || set->items[id].type != type);
+}
+
+/* Counters and histogram sums alike: one per-CPU add, IRQ-safe. */
+static void kml_slot_add(struct kml_stats_set *set, unsigned int slot, u64 delta)
+{
+	this_cpu_add(set->slots[slot], delta);
 }
 
 /**
@@ -239,7 +278,7 @@ static bool kml_item_ok(struct kml_stats_set *set, unsigned int id,
 void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta)
 {
 	if (kml_item_ok(set, id, KML_STAT_COUNTER))
-		this_cpu_add(set->slots[set->items[id].slot], delta);
+		kml_slot_add(set, set->items[id].slot, delta);
 }
 EXPORT_SYMBOL_GPL(kml_stats_add);
 
@@ -259,7 +298,7 @@ void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val)
 		return;
 	slot = set->items[id].slot;
 	this_cpu_inc(set->slots[slot + kml_log2_bucket(val)]);
-	this_cpu_add(set->slots[slot + KML_STATS_HIST_BUCKETS], val);
+	kml_slot_add(set, slot + KML_STATS_HIST_BUCKETS, val);
 }
 EXPORT_SYMBOL_GPL(kml_stats_hist_add);
 
@@ -665,18 +704,13 @@ static DEFINE_MUTEX(kml_demo_lock);
 static struct kml_stats_set *kml_demo;
 static bool kml_demo_live;	/* between init and exit, under kml_demo_lock */
 
-static int kml_demo_build(unsigned int n)
+/* A demo set of @n counters and the histogram, filled in but not listed. */
+static struct kml_stats_set *kml_demo_alloc(unsigned int n)
 {
 	struct kml_stats_desc *desc;
 	struct kml_stats_set *set;
 	char (*names)[12];
 	unsigned int i;
-
-	lockdep_assert_held(&kml_demo_lock);
-	kml_stats_unregister(kml_demo);
-	kml_demo = NULL;
-	if (n == 0)
-		return 0;
 
 	desc = kvcalloc(n + 1, sizeof(*desc), GFP_KERNEL);
 	names = kvcalloc(n, sizeof(*names), GFP_KERNEL);
@@ -690,18 +724,49 @@ static int kml_demo_build(unsigned int n)
 	}
 	desc[n].name = "values";
 	desc[n].type = KML_STAT_HIST;
-	set = kml_stats_register("demo", desc, n + 1);
+	set = kml_set_alloc("demo", desc, n + 1);
 	if (IS_ERR(set))
 		goto out;
 	for (i = 0; i < n; i++) {
 		kml_stats_add(set, i, i);
 		kml_stats_hist_add(set, n, i);
 	}
-	kml_demo = set;
 out:
 	kvfree(names);
 	kvfree(desc);
-	return PTR_ERR_OR_ZERO(set);
+	return set;
+}
+
+/*
+ * Replaces the demo set with one of @n counters (none for 0). The new set
+ * is built before the old one goes, so a failure leaves the old one as it
+ * was, and readers see the old set or the new one, never neither.
+ */
+static int kml_demo_build(unsigned int n)
+{
+	struct kml_stats_set *set = NULL;
+	int ret = 0;
+
+	lockdep_assert_held(&kml_demo_lock);
+	if (n) {
+		set = kml_demo_alloc(n);
+		if (IS_ERR(set))
+			return PTR_ERR(set);
+	}
+	mutex_lock(&kml_lock);
+	if (set)
+		ret = kml_list_locked(set, kml_demo);
+	else if (kml_demo)
+		list_del(&kml_demo->node);
+	mutex_unlock(&kml_lock);
+	if (ret) {
+		/* No old demo set, and another module took the name. */
+		kml_set_free(set);
+		return ret;
+	}
+	kml_set_free(kml_demo);
+	kml_demo = set;
+	return 0;
 }
 
 static int kml_demo_param_set(const char *val, const struct kernel_param *kp)
@@ -717,7 +782,9 @@ static int kml_demo_param_set(const char *val, const struct kernel_param *kp)
 	mutex_lock(&kml_demo_lock);
 	if (kml_demo_live)
 		ret = kml_demo_build(n);
-	demo_counters = ret ? 0 : n;
+	/* A failed build left the old set, so the old value is still true. */
+	if (!ret)
+		demo_counters = n;
 	mutex_unlock(&kml_demo_lock);
 	return ret;
 }

@@ -23,6 +23,15 @@
 
 static int failures;
 
+/*
+ * hold_demo=1: register a set named "demo" and keep it until unload, so the
+ * selftest can see kml_stats refuse to build its own demo set over it.
+ */
+static bool hold_demo;
+module_param(hold_demo, bool, 0444);
+MODULE_PARM_DESC(hold_demo, "keep a set named \"demo\" registered (default N)");
+static struct kml_stats_set *held;
+
 #define CHECK(cond) do {						\
 	if (!(cond)) {							\
 		pr_err("check failed at line %d: %s\n", __LINE__, #cond);	\
@@ -48,6 +57,11 @@ static void check_register_errors(void)
 	static const struct kml_stats_desc badtype[] = {
 		{ "t", (enum kml_stats_type)7 },
 	};
+	/* 32 characters, one more than a name may have */
+	static const char name32[] = "abcdefghijklmnopqrstuvwxyz012345";
+	static const struct kml_stats_desc long_stat[] = {
+		{ name32, KML_STAT_COUNTER },
+	};
 	struct kml_stats_desc *many;
 	struct kml_stats_set *set, *again;
 	unsigned int i;
@@ -61,6 +75,12 @@ static void check_register_errors(void)
 	CHECK(PTR_ERR(kml_stats_register("apitest", badname, 1)) == -EINVAL);
 	CHECK(PTR_ERR(kml_stats_register("apitest", noname, 1)) == -EINVAL);
 	CHECK(PTR_ERR(kml_stats_register("apitest", badtype, 1)) == -EINVAL);
+	/* Names are 1..KML_STATS_NAME_MAX (31) characters: 32 is refused. */
+	CHECK(PTR_ERR(kml_stats_register(name32, ok, 1)) == -EINVAL);
+	CHECK(PTR_ERR(kml_stats_register("apitest", long_stat, 1)) == -EINVAL);
+	set = kml_stats_register(name32 + 1, ok, 1);
+	CHECK(!IS_ERR(set));
+	kml_stats_unregister(set);
 
 	/* 100 histograms need 6600 slots: more than one set may own. */
 	many = kcalloc(100, sizeof(*many), GFP_KERNEL);
@@ -161,6 +181,11 @@ static void check_largest_sets(void)
 	CHECK(kml_stats_read(big, KML_STATS_MAX_SLOTS - 1) == KML_STATS_MAX_SLOTS - 1);
 }
 
+static void count_reset(void *data)
+{
+	(*(int *)data)++;
+}
+
 static void check_values(void)
 {
 	static const struct kml_stats_desc desc[] = {
@@ -169,6 +194,7 @@ static void check_values(void)
 	};
 	struct kml_stats_hist *h;
 	struct kml_stats_set *set;
+	int resets = 0;
 
 	set = kml_stats_register("apitest", desc, ARRAY_SIZE(desc));
 	CHECK(!IS_ERR(set));
@@ -193,7 +219,11 @@ static void check_values(void)
 	CHECK(h->sum == 1000);	/* 0 + 1 + 1000 + (2^64 - 1) wraps */
 	CHECK(h->buckets[0] == 1 && h->buckets[1] == 1);
 	CHECK(h->buckets[10] == 1 && h->buckets[64] == 1);
+	/* The owner's hook runs with every reset of its set, and only then. */
+	kml_stats_on_reset(set, count_reset, &resets);
+	CHECK(resets == 0);
 	kml_stats_reset(set);
+	CHECK(resets == 1);
 	CHECK(kml_stats_read(set, 0) == 0);
 	CHECK(kml_stats_hist_read(set, 1, h) == 0 && h->count == 0 && h->sum == 0);
 	kml_stats_inc(set, 0);
@@ -208,6 +238,14 @@ static int __init kml_stats_apitest_init(void)
 	check_register_errors();
 	check_values();
 	check_largest_sets();
+	if (!failures && hold_demo) {
+		static const struct kml_stats_desc d[] = { { "held", KML_STAT_COUNTER } };
+
+		held = kml_stats_register("demo", d, ARRAY_SIZE(d));
+		CHECK(!IS_ERR(held));
+		if (IS_ERR(held))
+			held = NULL;
+	}
 	if (failures) {
 		kml_stats_unregister(big);
 		pr_err("%d checks failed\n", failures);
@@ -219,6 +257,7 @@ static int __init kml_stats_apitest_init(void)
 
 static void __exit kml_stats_apitest_exit(void)
 {
+	kml_stats_unregister(held);
 	kml_stats_unregister(big);
 }
 

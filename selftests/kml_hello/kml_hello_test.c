@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_fault.h"
 
 #define KO	"modules/kml_hello/kml_hello.ko"
 #define SYSMOD	"/sys/module/kml_hello"
@@ -411,6 +412,59 @@ TEST_F(hello, load_and_unload_errors)
 	/* "No such file": a typo in the path, found before any syscall. */
 	EXPECT_EQ(-ENOENT, kml_load("modules/kml_hello/kml_helo.ko", ""));
 	EXPECT_FALSE(loaded());
+}
+
+/*
+ * Not graded: finit_module() with each of the loader's allocations failed
+ * in turn. Each failure is an error before init runs (no greeting, not
+ * loaded); a failure the loader can do without still gives a whole load.
+ */
+TEST_F_TIMEOUT(hello, fault_load, 600)
+{
+	/* On the stack: no page fault in the call may take the failure. */
+	char params[] = "count=2";
+	unsigned int n, fired = 0, refused = 0;
+	struct kml_fault f;
+	long ret;
+	int fd, err;
+
+	ret = kml_fault_init(&f);
+	if (ret)
+		SKIP(return, "no fault injection in this kernel (%s)", strerror(-ret));
+	fd = open(kml_ko_path(KO), O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		CLEAR();
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = syscall(SYS_finit_module, fd, params, 0);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_EQ(0, ret) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		DRAIN();
+		if (ret) {
+			refused++;
+			EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+			ASSERT_FALSE(loaded()) TH_LOG("n=%u", n);
+			ASSERT_EQ(0, count_lines(self->log, "world", 7)) TH_LOG("n=%u", n);
+			continue;
+		}
+		ASSERT_TRUE(loaded()) TH_LOG("n=%u", n);
+		ASSERT_EQ(2, count_lines(self->log, "Hello, world!", 7)) TH_LOG("n=%u", n);
+		ASSERT_EQ(0, kml_unload("kml_hello"));
+		DRAIN();	/* its goodbye, before the next CLEAR() */
+	}
+	close(fd);
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	TH_LOG("finit_module: %u allocation failures injected, %u refused the load",
+	       fired, refused);
+	EXPECT_GT(refused, 0);
+	DRAIN();
+	EXPECT_TRUE(loaded());
+	EXPECT_EQ(2, count_lines(self->log, "Hello, world!", 7)) TH_LOG("log:\n%s", self->log);
 }
 
 TEST_HARNESS_MAIN

@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@
 #include <linux/kml_sensor.h>
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_fault.h"
+/* The model itself, to predict every sample of a seeded channel. */
+#include "../../modules/kml_sensor/kml_sensor_logic.c"
 
 #define DEV	KML_SENSOR_DEVICE
 #define NCH	4
@@ -740,6 +744,92 @@ TEST_F(dev, blocking_read_wakes_on_alarm)
 	EXPECT_EQ(KML_SENSOR_ZONE_LOW, w.ev.kind);
 }
 
+struct sig_reader {
+	int fd;
+	volatile pid_t tid;
+	struct kml_sensor_event ev;
+	volatile int ret;
+};
+
+static void *sig_reader(void *arg)
+{
+	struct sig_reader *r = arg;
+
+	r->tid = gettid();
+	r->ret = read_event(r->fd, &r->ev);
+	return NULL;
+}
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+}
+
+/* Waits until thread @tid sleeps interruptibly (state S), up to the cap. */
+static int wait_sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	double t0 = now_s();
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	while (now_s() - t0 < WORK_CAP_S) {
+		int fd = open(path, O_RDONLY);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * A signal ends a blocking read() with EINTR both where it waits for a
+ * record and where it waits for another reader of the same file; neither
+ * loses a record nor changes the device.
+ */
+TEST_F(dev, signal_interrupts_blocking_reads)
+{
+	struct sigaction sa = { .sa_handler = on_sigusr1 };	/* no SA_RESTART */
+	struct sig_reader a = { .fd = self->fd, .ret = 1 }, b = a;
+	struct kml_sensor_event ev;
+	pthread_t ta, tb;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	/* a sleeps for a record, holding the file's reader lock... */
+	ASSERT_EQ(0, pthread_create(&ta, NULL, sig_reader, &a));
+	while (!a.tid)
+		usleep(1000);
+	ASSERT_EQ(0, wait_sleeping(a.tid));
+	/* ...and b sleeps on that lock. */
+	ASSERT_EQ(0, pthread_create(&tb, NULL, sig_reader, &b));
+	while (!b.tid)
+		usleep(1000);
+	ASSERT_EQ(0, wait_sleeping(b.tid));
+	EXPECT_EQ(1, a.ret);
+	EXPECT_EQ(1, b.ret);
+
+	ASSERT_EQ(0, pthread_kill(tb, SIGUSR1));
+	pthread_join(tb, NULL);
+	EXPECT_EQ(-EINTR, b.ret);
+	EXPECT_EQ(1, a.ret) TH_LOG("a woke with b's signal");
+	ASSERT_EQ(0, pthread_kill(ta, SIGUSR1));
+	pthread_join(ta, NULL);
+	EXPECT_EQ(-EINTR, a.ret);
+	expect_unchanged(_metadata, self->fd, &self->before);
+
+	/* The next record is still delivered, once, to the next read. */
+	ASSERT_EQ(0, set_alarm(self->fd, 1, 0, 10000));
+	ASSERT_EQ(0, read_event(self->fd, &ev));
+	EXPECT_EQ(1, ev.channel);
+	EXPECT_EQ(KML_SENSOR_ZONE_HIGH, ev.kind);
+	EXPECT_EQ(0, ev.lost);
+}
+
 struct excl_waiter {
 	int ep;
 	int n;
@@ -1426,6 +1516,305 @@ TEST(bad_module_parameters)
 	EXPECT_EQ(-EINVAL, kml_load("modules/kml_sensor/kml_sensor.ko", "channels=17"));
 	EXPECT_EQ(0, kml_load("modules/kml_sensor/kml_sensor.ko", "channels=16 seed=7"));
 	ASSERT_EQ(0, kml_unload("kml_sensor"));
+}
+
+
+/* ---- the seeded model ---- */
+
+/*
+ * Every sample of a channel that is left alone is the model's next step,
+ * so a reading with sequence number s is the s-th step of the model from
+ * kml_model_init(seed, channel). The seed is the one whose mix is 0 for
+ * channel 11 (xorshift would stick at 0: the model must force a bit on),
+ * and within 700 samples channel 0's drift reaches its upper bound and
+ * channel 13's its lower one, where the model must clamp them.
+ */
+#define ZERO_MIX_SEED	3223999549u
+#define SEED_NCH	14
+#define SEED_SAMPLES	700
+
+/* No fixture state: a plain TEST cannot have a longer timeout. */
+FIXTURE(model) {};
+FIXTURE_SETUP(model) {}
+FIXTURE_TEARDOWN(model) {}
+
+TEST_F_TIMEOUT(model, seeded_model_is_followed_exactly, WORK_CAP_S + 60)
+{
+	struct kml_sensor_read_all all = { 0 };
+	struct kml_model m;
+	char params[64];
+	uint32_t ms = KML_SENSOR_PERIOD_MIN_MS;
+	double t0;
+	int fd;
+
+	/* The seed really is the degenerate one, for channel 11. */
+	ASSERT_EQ(0, (uint32_t)(ZERO_MIX_SEED * 2654435761u) ^ (12 * 40503u) ^ 0x9e3779b9u);
+	snprintf(params, sizeof(params), "channels=%d seed=%u", SEED_NCH, ZERO_MIX_SEED);
+	ASSERT_EQ(0, reload_sensor(params));
+	fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, ioctl(fd, KML_SENSOR_IOC_SET_PERIOD, &ms));
+	t0 = now_s();
+	do {
+		ASSERT_EQ(0, ioctl(fd, KML_SENSOR_IOC_READ_ALL, &all));
+		if (all.readings[0].seq >= SEED_SAMPLES)
+			break;
+		usleep(20000);
+	} while (now_s() - t0 < WORK_CAP_S);
+	close(fd);
+	ASSERT_EQ(SEED_NCH, all.nchannels);
+	ASSERT_GE(all.readings[0].seq, SEED_SAMPLES);
+	for (unsigned int ch = 0; ch < SEED_NCH; ch++) {
+		const struct kml_sensor_reading *r = &all.readings[ch];
+		int32_t want = 0, lo = 0, hi = 0;
+
+		kml_model_init(&m, ZERO_MIX_SEED, ch);
+		ASSERT_NE(0, m.rng);
+		for (uint64_t i = 0; i < r->seq; i++) {
+			want = kml_model_step(&m);
+			lo = m.drift_mc < lo ? m.drift_mc : lo;
+			hi = m.drift_mc > hi ? m.drift_mc : hi;
+		}
+		EXPECT_EQ(want, r->value_mc) TH_LOG("channel %u at sample %llu", ch,
+						    (unsigned long long)r->seq);
+		EXPECT_LE(abs(r->value_mc - m.setpoint_mc), KML_MODEL_SPAN_MC);
+		/* The bounds this seed was chosen for were really reached. */
+		if (ch == 0)
+			EXPECT_EQ(3000, hi);
+		if (ch == 13)
+			EXPECT_EQ(-3000, lo);
+	}
+	ASSERT_EQ(0, reload_sensor(""));
+}
+
+/* ---- allocation failures: every allocating call fails cleanly ---- */
+
+#define FAULT_SETUP(f)							\
+	do {								\
+		int ret_ = kml_fault_init(f);				\
+		if (ret_)						\
+			SKIP(return, "no fault injection in this kernel (%s)", \
+			     strerror(-ret_));				\
+	} while (0)
+
+FIXTURE(fault) {};
+FIXTURE_SETUP(fault) {}
+FIXTURE_TEARDOWN(fault) {}
+
+/* Whether kml_stats lists a "kml_sensor" set. */
+static int sensor_stats_listed(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/kmodlab/stats", "r");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		found |= !strncmp(line, "kml_sensor ", 11);
+	fclose(f);
+	return found;
+}
+
+/* Nothing of kml_sensor is left: module, device, platform device, hwmon, stats. */
+static int sensor_absent(void)
+{
+	char dir[300];
+
+	return access("/sys/module/kml_sensor", F_OK) && access(DEV, F_OK) &&
+	       access("/sys/devices/platform/kml_sensor", F_OK) &&
+	       find_hwmon(dir, sizeof(dir)) && sensor_stats_listed() == 0;
+}
+
+/* The loaded module answers GET_INFO with @nch channels. */
+static int sensor_works(unsigned int nch)
+{
+	struct kml_sensor_info info = { 0 };
+	int fd = open(DEV, O_RDONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = !ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info) && info.nchannels == nch &&
+	     sensor_stats_listed() == 1;
+	close(fd);
+	return ok;
+}
+
+/*
+ * finit_module() of kml_sensor, each of its allocations failed in turn:
+ * the loader's, the stats set, the platform device, hwmon, the misc
+ * device. Every failure is an error that leaves nothing behind.
+ */
+TEST_F_TIMEOUT(fault, load, WORK_CAP_S + 60)
+{
+	/* On the stack: no page fault in the call may take the failure. */
+	char params[] = "channels=3";
+	unsigned int n, fired = 0, refused = 0;
+	struct kml_fault f;
+	long ret;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_TRUE(sensor_absent());
+	fd = open(kml_ko_path("modules/kml_sensor/kml_sensor.ko"), O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = syscall(SYS_finit_module, fd, params, 0);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_EQ(0, ret) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (ret) {
+			refused++;
+			/*
+			 * Any error will do: the driver core and hwmon turn
+			 * some allocation failures into other codes (EINVAL),
+			 * which init passes on as they are.
+			 */
+			ASSERT_EQ(-1, ret);
+			if (err != ENOMEM)
+				TH_LOG("n=%u: %s", n, strerror(err));
+			ASSERT_TRUE(sensor_absent()) TH_LOG("n=%u: left behind", n);
+			continue;
+		}
+		/* A failure the kernel could do without: all there, or bust. */
+		ASSERT_TRUE(sensor_works(3)) TH_LOG("n=%u", n);
+		ASSERT_EQ(0, kml_unload("kml_sensor"));
+		ASSERT_TRUE(sensor_absent()) TH_LOG("n=%u", n);
+	}
+	close(fd);
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	EXPECT_TRUE(sensor_works(3));
+	TH_LOG("finit_module: %u allocation failures injected, %u refused the load",
+	       fired, refused);
+	EXPECT_GT(refused, 0);
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
+}
+
+static long refcnt(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/module/kml_sensor/refcnt", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/*
+ * open() of the device, each allocation failed in turn: -ENOMEM, and no
+ * reference on the module is left behind.
+ */
+TEST_F(dev, fault_open)
+{
+	unsigned int n, fired = 0;
+	struct kml_fault f;
+	long ref = refcnt();
+	char path[] = DEV;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(1, ref);	/* the fixture's file */
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		fd = open(path, O_RDONLY);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_GE(fd, 0) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+		EXPECT_EQ(ref, refcnt()) TH_LOG("n=%u: reference leaked", n);
+	}
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	TH_LOG("open: %u allocation failures injected", fired);
+	EXPECT_GT(fired, 0);
+	/* The file that did open works and holds one reference. */
+	EXPECT_EQ(ref + 1, refcnt());
+	EXPECT_EQ(0, inject(fd, 0, 30000));
+	close(fd);
+	EXPECT_EQ(ref, refcnt());
+}
+
+/*
+ * Every ioctl, walked the same way: whether or not one allocates (none
+ * does today), a failure must be an error that changes nothing.
+ */
+TEST_F(dev, fault_ioctls)
+{
+	struct kml_sensor_info info;
+	struct kml_sensor_reading rd = { .channel = 1 };
+	struct kml_sensor_read_all all = { 0 };
+	struct kml_sensor_alarm get = { .channel = 2 };
+	struct kml_sensor_alarm set = {
+		.channel = 2, .flags = KML_SENSOR_ALARM_ENABLED,
+		.low_mc = -5000, .high_mc = 90000,
+	};
+	struct kml_sensor_inject in = { .channel = 3, .value_mc = 23000 };
+	uint32_t period = 0, new_period = 500;
+	const struct { const char *name; unsigned long cmd; void *arg; } calls[] = {
+		{ "GET_INFO", KML_SENSOR_IOC_GET_INFO, &info },
+		{ "READ", KML_SENSOR_IOC_READ, &rd },
+		{ "READ_ALL", KML_SENSOR_IOC_READ_ALL, &all },
+		{ "GET_PERIOD", KML_SENSOR_IOC_GET_PERIOD, &period },
+		{ "GET_ALARM", KML_SENSOR_IOC_GET_ALARM, &get },
+		/* Those that change something last, each once it succeeds. */
+		{ "SET_PERIOD", KML_SENSOR_IOC_SET_PERIOD, &new_period },
+		{ "SET_ALARM", KML_SENSOR_IOC_SET_ALARM, &set },
+		{ "INJECT", KML_SENSOR_IOC_INJECT, &in },
+		{ "RESET", KML_SENSOR_IOC_RESET, NULL },
+	};
+	struct state before = self->before;
+	struct kml_fault f;
+	unsigned int i, n;
+
+	FAULT_SETUP(&f);
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		unsigned int fired = 0;
+		int ret, err;
+
+		for (n = 1; n <= KML_FAULT_MAX; n++) {
+			ASSERT_EQ(0, kml_fault_arm(&f, n));
+			ret = ioctl(self->fd, calls[i].cmd, calls[i].arg);
+			err = errno;
+			if (!kml_fault_fired(&f)) {
+				ASSERT_EQ(0, ret) TH_LOG("%s: %s", calls[i].name, strerror(err));
+				break;
+			}
+			fired++;
+			if (!ret)
+				break;	/* a failure it could do without */
+			EXPECT_EQ(ENOMEM, err) TH_LOG("%s: %s", calls[i].name, strerror(err));
+			expect_unchanged(_metadata, self->fd, &before);
+		}
+		ASSERT_LE(n, KML_FAULT_MAX);
+		get_state(self->fd, &before);
+		TH_LOG("%s: %u allocation failures injected", calls[i].name, fired);
+	}
+	kml_fault_exit(&f);
+	/* The last ones did what they say. */
+	EXPECT_EQ(1, rd.channel);
+	EXPECT_EQ(NCH, all.nchannels);
+	EXPECT_EQ(KML_SENSOR_PERIOD_DEFAULT_MS, period);
+	ASSERT_EQ(0, ioctl(self->fd, KML_SENSOR_IOC_GET_PERIOD, &period));
+	EXPECT_EQ(KML_SENSOR_PERIOD_DEFAULT_MS, period);	/* RESET */
 }
 
 TEST_HARNESS_MAIN

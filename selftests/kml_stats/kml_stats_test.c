@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_fault.h"
 #include "../../userspace/kml_stats_parse.h"
 
 #define STATS	"/proc/kmodlab/stats"
@@ -434,6 +435,493 @@ TEST(api_from_another_module)
 	EXPECT_EQ(-1, syscall(SYS_delete_module, "kml_stats", O_NONBLOCK));
 	EXPECT_EQ(EWOULDBLOCK, errno);
 	ASSERT_EQ(0, kml_unload("kml_stats_apitest"));
+}
+
+/* ---- privilege is checked on the opener and on the writer ---- */
+
+/*
+ * A descriptor opened by root and written by an unprivileged process, and
+ * one opened unprivileged and written after regaining root, are both
+ * refused: neither side alone may reset. The stats do not change.
+ */
+TEST(control_needs_privileged_opener_and_writer)
+{
+	size_t len0, len1;
+	char *before, *after;
+	int status, fd;
+	pid_t pid;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=30 self_stats=0"));
+	before = slurp(STATS, 4096, &len0);
+	ASSERT_NE(NULL, before);
+
+	/* Opened by root, then written by nobody. */
+	fd = open(CONTROL, O_WRONLY);
+	ASSERT_GE(fd, 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		if (write(fd, "reset\n", 6) != -1 || errno != EPERM)
+			_exit(11);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+
+	/*
+	 * Opened without privilege (effective uid nobody, saved uid 0), then
+	 * written with it regained: the opener's credentials count too.
+	 */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (setresuid(-1, 65534, 0))
+			_exit(20);
+		fd = open(CONTROL, O_WRONLY);
+		if (fd < 0)
+			_exit(21);
+		if (seteuid(0))
+			_exit(22);
+		if (write(fd, "reset\n", 6) != -1 || errno != EPERM)
+			_exit(23);
+		/* The same process, opening again as root, may. */
+		close(fd);
+		fd = open(CONTROL, O_WRONLY);
+		if (fd < 0 || write(fd, "reset nosuchset", 15) != -1 || errno != ENOENT)
+			_exit(24);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	after = slurp(STATS, 4096, &len1);
+	ASSERT_NE(NULL, after);
+	EXPECT_EQ(len0, len1);
+	EXPECT_EQ(0, memcmp(before, after, len0 < len1 ? len0 : len1));
+	free(before);
+	free(after);
+}
+
+/* Commands right at and just past the length limits. */
+TEST(control_length_limits)
+{
+	char cmd[KML_STATS_CONTROL_MAX + 2], help[512];
+	size_t len0, len1;
+	char *before, *after;
+	ssize_t n;
+	int fd;
+
+	ASSERT_EQ(0, reload_stats("demo_counters=30 self_stats=0"));
+	before = slurp(STATS, 4096, &len0);
+	ASSERT_NE(NULL, before);
+	fd = open(CONTROL, O_RDWR);
+	ASSERT_GE(fd, 0);
+
+	/* One byte over the limit with no newline to drop: refused. */
+	memset(cmd, 'x', sizeof(cmd));
+	EXPECT_EQ(-1, write(fd, cmd, KML_STATS_CONTROL_MAX + 1));
+	EXPECT_EQ(EINVAL, errno);
+	/* The same length ending in the newline is parsed, and refused. */
+	memcpy(cmd, "reset ", 6);
+	cmd[KML_STATS_CONTROL_MAX] = '\n';
+	EXPECT_EQ(-1, write(fd, cmd, KML_STATS_CONTROL_MAX + 1));
+	EXPECT_EQ(EINVAL, errno);
+	/* A set name of the longest length is a name: no such set. */
+	snprintf(cmd, sizeof(cmd), "reset %.*s\n", KML_STATS_NAME_MAX,
+		 "abcdefghijklmnopqrstuvwxyz0123456789");
+	EXPECT_EQ(-1, write(fd, cmd, strlen(cmd)));
+	EXPECT_EQ(ENOENT, errno);
+	/* One longer is not a name. */
+	snprintf(cmd, sizeof(cmd), "reset %.*s\n", KML_STATS_NAME_MAX + 1,
+		 "abcdefghijklmnopqrstuvwxyz0123456789");
+	EXPECT_EQ(-1, write(fd, cmd, strlen(cmd)));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* Reading the control file gives its usage, and changes nothing. */
+	n = pread(fd, help, sizeof(help) - 1, 0);
+	ASSERT_GT(n, 0);
+	help[n] = '\0';
+	EXPECT_NE(NULL, strstr(help, "\nreset <set>\n")) TH_LOG("%s", help);
+	close(fd);
+
+	after = slurp(STATS, 4096, &len1);
+	ASSERT_NE(NULL, after);
+	EXPECT_EQ(len0, len1);
+	EXPECT_EQ(0, memcmp(before, after, len0 < len1 ? len0 : len1));
+	free(before);
+	free(after);
+}
+
+/* ---- allocation failures: every allocating call fails cleanly ---- */
+
+#define FAULT_SETUP(f)							\
+	do {								\
+		int ret_ = kml_fault_init(f);				\
+		if (ret_)						\
+			SKIP(return, "no fault injection in this kernel (%s)", \
+			     strerror(-ret_));				\
+	} while (0)
+
+/* No fixture state: a plain TEST cannot have a longer timeout. */
+FIXTURE(fault) {};
+FIXTURE_SETUP(fault) {}
+FIXTURE_TEARDOWN(fault) {}
+
+static int stats_absent(void)
+{
+	return access("/proc/kmodlab", F_OK) && errno == ENOENT &&
+	       access("/sys/module/kml_stats", F_OK) && errno == ENOENT;
+}
+
+/* The module, loaded with @params, works: demo has @n counters. */
+static int stats_work(unsigned int n)
+{
+	struct kml_snapshot s;
+	const struct kml_rec *r;
+	char name[16];
+	int ok;
+
+	if (snap(&s))
+		return 0;
+	snprintf(name, sizeof(name), "c%05u", n - 1);
+	r = find(&s, "demo", name);
+	ok = r && r->value == n - 1 && find(&s, "kml_stats", "opens") &&
+	     find(&s, "demo", "values");
+	kml_snapshot_free(&s);
+	return ok && write_str(CONTROL, "reset demo", 10) == 0;
+}
+
+/*
+ * finit_module() of kml_stats, each of its allocations failed in turn:
+ * the kernel's loader, the self and demo sets, /proc/kmodlab and its
+ * files. Every failure is an error with nothing left behind.
+ */
+TEST_F_TIMEOUT(fault, load, 600)
+{
+	/* On the stack: no page fault in the call may take the failure. */
+	char params[] = "demo_counters=8";
+	unsigned int n, fired = 0, refused = 0;
+	struct kml_fault f;
+	long ret;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, kml_unload("kml_stats"));
+	fd = open(kml_ko_path("modules/kml_stats/kml_stats.ko"), O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = syscall(SYS_finit_module, fd, params, 0);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_EQ(0, ret) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (ret) {
+			refused++;
+			EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+			ASSERT_TRUE(stats_absent()) TH_LOG("n=%u: left behind", n);
+			continue;
+		}
+		/* A failure the kernel could do without: all there, or bust. */
+		ASSERT_TRUE(stats_work(8)) TH_LOG("n=%u", n);
+		ASSERT_EQ(0, kml_unload("kml_stats"));
+	}
+	close(fd);
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	EXPECT_TRUE(stats_work(8));
+	TH_LOG("finit_module: %u allocation failures injected, %u refused the load",
+	       fired, refused);
+	EXPECT_GT(refused, 0);
+}
+
+static char *read_param(char *buf, size_t len)
+{
+	int fd = open(PARAM, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/*
+ * Another module may own a set named "demo" while kml_stats has none:
+ * building the demo set then fails with -EEXIST and changes nothing.
+ */
+TEST(demo_name_taken_by_another_module)
+{
+	struct kml_snapshot s;
+	const struct kml_rec *r;
+	char val[32];
+
+	ASSERT_EQ(0, reload_stats("demo_counters=0 self_stats=0"));
+	kml_unload("kml_stats_apitest");
+	ASSERT_EQ(0, kml_load("modules/tests/kml_stats_apitest.ko", "hold_demo=1"));
+	EXPECT_EQ(-EEXIST, write_str(PARAM, "5", 1));
+	EXPECT_STREQ("0\n", read_param(val, sizeof(val)));
+	ASSERT_EQ(0, snap(&s));
+	ASSERT_NE(NULL, r = find(&s, "demo", "held"));
+	EXPECT_EQ(0, r->value);
+	EXPECT_EQ(NULL, find(&s, "demo", "c00000"));
+	kml_snapshot_free(&s);
+	/* Once it is gone, the name is kml_stats' again. */
+	ASSERT_EQ(0, kml_unload("kml_stats_apitest"));
+	EXPECT_EQ(0, write_str(PARAM, "5", 1));
+	EXPECT_STREQ("5\n", read_param(val, sizeof(val)));
+	ASSERT_EQ(0, snap(&s));
+	EXPECT_EQ(NULL, find(&s, "demo", "held"));
+	ASSERT_NE(NULL, r = find(&s, "demo", "c00004"));
+	EXPECT_EQ(4, r->value);
+	kml_snapshot_free(&s);
+}
+
+/*
+ * Resizing the demo set through its parameter, each allocation failed in
+ * turn: the write fails, and the old set is still listed, whole, with the
+ * parameter still saying its size. (It used to drop the old set before
+ * building the new one, so a failure left no demo set and the value 0.)
+ */
+TEST_F_TIMEOUT(fault, demo_resize, 600)
+{
+	char *before, *after, val[32], big[] = "3000";
+	size_t len0, len1;
+	unsigned int n, fired = 0;
+	struct kml_fault f;
+	ssize_t ret;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, reload_stats("demo_counters=30 self_stats=0"));
+	before = slurp(STATS, 4096, &len0);
+	ASSERT_NE(NULL, before);
+	fd = open(PARAM, O_WRONLY);
+	ASSERT_GE(fd, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = pwrite(fd, big, 4, 0);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_EQ(4, ret) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (ret == 4) {
+			/* Absorbed (a kvmalloc() falling back): the new set. */
+			ASSERT_STREQ("3000\n", read_param(val, sizeof(val)));
+			ASSERT_EQ(0, pwrite(fd, "30", 2, 0) == 2 ? 0 : -errno);
+			continue;
+		}
+		EXPECT_EQ(-1, ret);
+		EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+		EXPECT_STREQ("30\n", read_param(val, sizeof(val))) TH_LOG("n=%u", n);
+		after = slurp(STATS, 4096, &len1);
+		ASSERT_NE(NULL, after);
+		ASSERT_EQ(len0, len1) TH_LOG("n=%u: the stats changed", n);
+		ASSERT_EQ(0, memcmp(before, after, len0)) TH_LOG("n=%u", n);
+		free(after);
+	}
+	close(fd);
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	TH_LOG("demo_counters write: %u allocation failures injected", fired);
+	EXPECT_GT(fired, 0);
+	EXPECT_STREQ("3000\n", read_param(val, sizeof(val)));
+	after = slurp(STATS, 4096, &len1);
+	ASSERT_NE(NULL, after);
+	EXPECT_NE(NULL, strstr(after, "\ndemo c02999 counter 2999\n"));
+	EXPECT_EQ(NULL, strstr(after, "c03000"));
+	free(after);
+	free(before);
+}
+
+/*
+ * Opening the stats file, each allocation failed in turn: the open fails
+ * and is not counted in kml_stats' own "opens".
+ */
+TEST_F_TIMEOUT(fault, open_stats, 300)
+{
+	struct kml_snapshot a, b;
+	const struct kml_rec *ra, *rb;
+	unsigned int n, fired = 0;
+	struct kml_fault f;
+	char path[] = STATS;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, reload_stats("demo_counters=3"));
+	ASSERT_EQ(0, snap(&a));
+	ASSERT_NE(NULL, ra = find(&a, "kml_stats", "opens"));
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		fd = open(path, O_RDONLY);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_GE(fd, 0) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (fd >= 0)
+			close(fd);	/* absorbed: counted, as any open */
+		else
+			EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+		/* The snapshot's own open counts, and the open if it worked. */
+		ASSERT_EQ(0, snap(&b));
+		ASSERT_NE(NULL, rb = find(&b, "kml_stats", "opens"));
+		EXPECT_EQ(ra->value + 1 + (fd >= 0), rb->value) TH_LOG("n=%u", n);
+		kml_snapshot_free(&a);
+		a = b;
+		ASSERT_NE(NULL, ra = find(&a, "kml_stats", "opens"));
+	}
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	TH_LOG("open(stats): %u allocation failures injected", fired);
+	EXPECT_GT(fired, 0);
+	ASSERT_EQ(0, snap(&b));
+	ASSERT_NE(NULL, rb = find(&b, "kml_stats", "opens"));
+	EXPECT_EQ(ra->value + 2, rb->value);
+	close(fd);
+	kml_snapshot_free(&a);
+	kml_snapshot_free(&b);
+}
+
+/*
+ * The first read() of an open stats file allocates seq_file's buffer:
+ * failed, it is an error, the file stays usable and its next read gives
+ * exactly the bytes it would have.
+ */
+TEST_F_TIMEOUT(fault, read_stats, 300)
+{
+	unsigned int n, fired = 0;
+	size_t len0, got = 0;
+	char *before, *buf;
+	struct kml_fault f;
+	ssize_t r;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, reload_stats("demo_counters=500 self_stats=0"));
+	before = slurp(STATS, 4096, &len0);
+	ASSERT_NE(NULL, before);
+	buf = malloc(len0 + 1);
+	ASSERT_NE(NULL, buf);
+	/* Touched: no page fault in read() may take the failure. */
+	memset(buf, 0, len0 + 1);
+	fd = open(STATS, O_RDONLY);
+	ASSERT_GE(fd, 0);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		r = read(fd, buf, 4096);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_GT(r, 0) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired++;
+		if (r >= 0) {
+			/* Absorbed: the bytes are right; start again. */
+			ASSERT_EQ(0, memcmp(before, buf, r));
+			ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+			continue;
+		}
+		EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+		ASSERT_EQ(0, lseek(fd, 0, SEEK_CUR)) TH_LOG("n=%u: moved", n);
+	}
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	TH_LOG("read(stats): %u allocation failures injected", fired);
+	EXPECT_GT(fired, 0);
+	got = r;
+	while (got < len0 && (r = read(fd, buf + got, len0 + 1 - got)) > 0)
+		got += r;
+	EXPECT_EQ(len0, got);
+	EXPECT_EQ(0, memcmp(before, buf, len0));
+	close(fd);
+	free(buf);
+	free(before);
+}
+
+/*
+ * Opening and writing the control file, each allocation failed in turn:
+ * a failed open is an error; a reset either happens whole or not at all.
+ */
+TEST_F_TIMEOUT(fault, control, 300)
+{
+	char path[] = CONTROL, cmd[] = "reset demo";
+	unsigned int n, fired_open = 0, fired_write = 0;
+	struct kml_snapshot s;
+	const struct kml_rec *r;
+	struct kml_fault f;
+	ssize_t ret;
+	int fd;
+
+	FAULT_SETUP(&f);
+	ASSERT_EQ(0, reload_stats("demo_counters=30 self_stats=0"));
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		fd = open(path, O_WRONLY);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_GE(fd, 0) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired_open++;
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+	}
+	ASSERT_LE(n, KML_FAULT_MAX);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		int err, reset;
+
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = write(fd, cmd, 10);
+		err = errno;
+		if (!kml_fault_fired(&f)) {
+			ASSERT_EQ(10, ret) TH_LOG("n=%u: %s", n, strerror(err));
+			break;
+		}
+		fired_write++;
+		ASSERT_EQ(0, snap(&s));
+		ASSERT_NE(NULL, r = find(&s, "demo", "c00029"));
+		reset = r->value == 0;
+		kml_snapshot_free(&s);
+		if (ret == 10) {
+			EXPECT_TRUE(reset) TH_LOG("n=%u: success, but no reset", n);
+			break;
+		}
+		EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
+		EXPECT_FALSE(reset) TH_LOG("n=%u: failed, but reset", n);
+	}
+	kml_fault_exit(&f);
+	ASSERT_LE(n, KML_FAULT_MAX);
+	close(fd);
+	TH_LOG("open(control): %u, write(control): %u allocation failures injected",
+	       fired_open, fired_write);
+	ASSERT_EQ(0, snap(&s));
+	ASSERT_NE(NULL, r = find(&s, "demo", "c00029"));
+	EXPECT_EQ(0, r->value);
+	kml_snapshot_free(&s);
 }
 
 /* ---- races ---- */
