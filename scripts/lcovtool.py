@@ -15,6 +15,12 @@
                                        its lines, each with the tests that ran
                                        it (lcov 1.x's genhtml names tests per
                                        file only)
+  lcovtool.py markers ROOT             the LCOV_EXCL markers in ROOT/<module>/
+                                       sources, one per line; exits 1 if one is
+                                       of a kind we refuse or gives no reason
+  lcovtool.py excluded INFO ROOT MAX   INFO captured with the markers ignored:
+                                       the branches the markers exclude, per
+                                       module and marker; exits 1 above MAX %
 
 Pure logic on text, no lcov needed: tested by selftests/host/test_lcovtool.py.
 """
@@ -169,6 +175,80 @@ def annotate(text, root, out):
     return len(index)
 
 
+MARKER = "LCOV_EXCL_BR_LINE"
+
+
+def markers(root):
+    """[(module, path, line, kind, reason)] for each LCOV_EXCL* in ROOT/<module>/.
+
+    Only LCOV_EXCL_BR_LINE is accepted: it hides a line's branches and
+    nothing else, and its reason follows it ("LCOV_EXCL_BR_LINE: why").
+    The line and block forms would hide lines too, or whole functions.
+    """
+    found = []
+    root = root.rstrip("/")
+    for mod in sorted(os.listdir(root)):
+        top = os.path.join(root, mod)
+        if not (mod.startswith("kml_") and os.path.isdir(top)):
+            continue
+        for dirpath, _, names in sorted(os.walk(top)):
+            for name in sorted(names):
+                if not name.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(dirpath, name)
+                with open(path, errors="replace") as src:
+                    for n, code in enumerate(src, 1):
+                        at = code.find("LCOV_EXCL")
+                        if at < 0:
+                            continue
+                        word = code[at:].split()[0].rstrip(":*/")
+                        reason = code[at + len(word):].lstrip(":").strip()
+                        reason = reason.removesuffix("*/").strip()
+                        found.append((mod, path, n, word, reason))
+    return found
+
+
+def marker_problems(found):
+    """The markers we refuse, as messages."""
+    bad = []
+    for _, path, n, word, reason in found:
+        if word != MARKER:
+            bad.append(f"{path}:{n}: {word}: only {MARKER} is allowed (it hides branches, "
+                       f"never lines)")
+        elif not reason:
+            bad.append(f"{path}:{n}: {MARKER} without a reason ({MARKER}: why)")
+    return bad
+
+
+def excluded(text, root, found, limit):
+    """Per module, the branches on marked lines of INFO (captured with the
+    markers ignored) against all its branches; returns (lines, ok)."""
+    marked = {(os.path.realpath(p), n): (mod, reason) for mod, p, n, _, reason in found}
+    all_br = defaultdict(set)
+    hidden = defaultdict(lambda: defaultdict(set))
+    for _, f, kind, key, _ in parse(text):
+        if kind != "branch":
+            continue
+        mod = module_of(f, root)
+        if mod is None or not mod.startswith("kml_"):
+            continue  # shared headers count in no module's gate
+        all_br[mod].add((f, key))
+        if (f, key[0]) in marked:
+            hidden[mod][(f, key[0])].add(key)
+    out, ok = [], True
+    for mod in sorted(set(all_br) | {m for m, *_ in found}):
+        n = sum(len(v) for v in hidden[mod].values())
+        total = len(all_br[mod])
+        share = pct(n, total) if total else 0.0
+        good = share <= limit
+        ok &= good
+        out.append(f"EXCLUDED-{'OK' if good else 'HIGH'} {mod}: {n} of {total} branches "
+                   f"({share:.1f}%, at most {limit:g}%) at {len(hidden[mod])} markers")
+        for (f, line), keys in sorted(hidden[mod].items()):
+            out.append(f"  {f}:{line}: {len(keys)} branches: {marked[(f, line)][1]}")
+    return out, ok
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -216,6 +296,21 @@ def main(argv):
         n = annotate(text, os.path.realpath(args[1]), args[2])
         print(f"tests per line: {os.path.join(args[2], 'index.html')} ({n} sources)")
         return 0
+    if cmd == "markers" and len(args) == 1:
+        found = markers(args[0])
+        for _, path, n, word, reason in found:
+            print(f"{path}:{n}: {word}: {reason}")
+        bad = marker_problems(found)
+        for b in bad:
+            print("coverage: refused marker " + b, file=sys.stderr)
+        return 1 if bad else 0
+    if cmd == "excluded" and len(args) == 3:
+        with open(args[0]) as f:
+            text = f.read()
+        root = os.path.realpath(args[1])
+        lines, ok = excluded(text, root, markers(root), float(args[2]))
+        print("\n".join(lines))
+        return 0 if ok else 1
     print(__doc__.strip(), file=sys.stderr)
     return 2
 

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host tests of scripts/lcovtool.py: reading lcov tracefiles, the
 per-module table and its gates, the per-test report. TAP output."""
+import contextlib
 import os
 import sys
 import tempfile
@@ -156,6 +157,50 @@ def malformed_input_is_an_error_not_a_pass():
     except ValueError:
         return
     raise AssertionError("a malformed DA record was accepted")
+
+
+def _tree(d, files):
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(f"{d}/{rel}"), exist_ok=True)
+        with open(f"{d}/{rel}", "w") as f:
+            f.write(text)
+
+
+@test
+def markers_need_a_reason_and_hide_only_branches():
+    with tempfile.TemporaryDirectory() as d:
+        _tree(d, {"modules/kml_a/a.c": "x;\nif (y) /* LCOV_EXCL_BR_LINE: BUILD_BUG_ON arm */\n",
+                  "modules/kml_a/b.h": "z; // LCOV_EXCL_BR_LINE\n",
+                  "modules/kml_b/c.c": "/* LCOV_EXCL_START */\n",
+                  "modules/other/d.c": "/* LCOV_EXCL_BR_LINE: not a module */\n"})
+        found = lcovtool.markers(f"{d}/modules")
+        assert [(m, os.path.basename(p), n, w, r) for m, p, n, w, r in found] == [
+            ("kml_a", "a.c", 2, "LCOV_EXCL_BR_LINE", "BUILD_BUG_ON arm"),
+            ("kml_a", "b.h", 1, "LCOV_EXCL_BR_LINE", ""),
+            ("kml_b", "c.c", 1, "LCOV_EXCL_START", "")], found
+        bad = lcovtool.marker_problems(found)
+        assert len(bad) == 2 and "without a reason" in bad[0] and "only LCOV_EXCL_BR_LINE" in bad[1], bad
+        with open(os.devnull, "w") as null, \
+             contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+            assert lcovtool.main(["lcovtool", "markers", f"{d}/modules"]) == 1
+
+
+@test
+def excluded_branches_are_counted_and_capped():
+    with tempfile.TemporaryDirectory() as d:
+        d = os.path.realpath(d)
+        _tree(d, {"modules/kml_a/a.c": "1\n2\n3\n4 /* LCOV_EXCL_BR_LINE: debug only */\n5\n"})
+        text = INFO.replace("/r/", f"{d}/")      # kml_a: 2 branches on line 4, 2 on line 5
+        found = lcovtool.markers(f"{d}/modules")
+        lines, ok = lcovtool.excluded(text, f"{d}/modules", found, 50)
+        assert ok and lines[0] == "EXCLUDED-OK kml_a: 2 of 4 branches (50.0%, at most 50%) at 1 markers", lines
+        assert lines[1].endswith("a.c:4: 2 branches: debug only"), lines
+        lines, ok = lcovtool.excluded(text, f"{d}/modules", found, 5)
+        assert not ok and lines[0].startswith("EXCLUDED-HIGH kml_a: 2 of 4"), lines
+        # a marker on a line without branches hides nothing
+        _tree(d, {"modules/kml_a/a.c": "1 /* LCOV_EXCL_BR_LINE: nothing here */\n"})
+        lines, ok = lcovtool.excluded(text, f"{d}/modules", lcovtool.markers(f"{d}/modules"), 5)
+        assert ok and lines[0].startswith("EXCLUDED-OK kml_a: 0 of 4 branches (0.0%"), lines
 
 
 def main():
