@@ -1623,7 +1623,7 @@ static int ring_stat_lines(void)
 
 TEST(fault_walk_open)
 {
-	int n, fd = -1, err = 0, injected = 0;
+	int n, fd = -1, err = 0, injected = 0, errors = 0, absorbed = 0;
 	struct kml_fault f;
 	long ref0;
 
@@ -1638,15 +1638,25 @@ TEST(fault_walk_open)
 		if (!kml_fault_fired(&f))
 			break;
 		injected++;
-		ASSERT_EQ(-1, fd) TH_LOG("allocation %d failed, yet open() succeeded", n);
+		if (fd >= 0) {
+			/* the core got round it (a smaller slab page): a whole open */
+			absorbed++;
+			EXPECT_EQ(ref0 + 1, module_refcnt("kml_ring")) TH_LOG("allocation %d", n);
+			EXPECT_EQ(0, set_size(fd, 1));
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		errors++;
 		EXPECT_EQ(ENOMEM, err) TH_LOG("allocation %d", n);
 		/* No file half made: the module is not pinned. */
 		EXPECT_EQ(ref0, module_refcnt("kml_ring")) TH_LOG("allocation %d", n);
 	}
 	kml_fault_exit(&f);
-	TH_LOG("open: %d allocation failures injected", injected);
+	TH_LOG("open: %d allocation failures injected: %d clean errors, %d absorbed by the core",
+	       injected, errors, absorbed);
 	ASSERT_GE(fd, 0) TH_LOG("errno %d", err);
-	EXPECT_GT(injected, 0);
+	EXPECT_GT(errors, 0);
 	EXPECT_EQ(ref0 + 1, module_refcnt("kml_ring"));
 	EXPECT_EQ(0, set_size(fd, 1));
 	close(fd);
@@ -1903,31 +1913,47 @@ TEST(fault_walk_mmap)
 	close(fd);
 }
 
-/* START's allocations: the kernel thread's creation request, its name. */
+/*
+ * START's allocations: the kernel thread's creation request, its name.
+ * A failure the core absorbs (a smaller slab page) must start a whole
+ * producer, which is then stopped.
+ */
 TEST_F_TIMEOUT(ring, fault_walk_start, 300)
 {
-	int n, ret = -1, injected = 0;
 	struct kml_fault f;
+	struct walk w = { 0 };
+	__u64 produced = 0, head = 0;
+	int n, ret = -1;
 
 	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
 	FAULT_INIT(&f);
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		produced = self->r.ctrl->produced;
+		head = self->r.ctrl->head;
 		kml_fault_arm(&f, n);
 		ret = start(self->r.fd, 64, 0, 5, -1);
 		if (!kml_fault_fired(&f))
 			break;
-		injected++;
+		w.injected++;
+		if (!ret) {
+			w.absorbed++;
+			EXPECT_EQ(0, wait_ge(&self->r.ctrl->produced, produced + 5, 60))
+				TH_LOG("allocation %d", n);
+			EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+			continue;
+		}
+		w.errors++;
 		EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
 		/* No producer: nothing written, and STOP has nothing to stop. */
-		EXPECT_EQ(0, self->r.ctrl->produced);
-		EXPECT_EQ(0, self->r.ctrl->head);
+		EXPECT_EQ(produced, self->r.ctrl->produced);
+		EXPECT_EQ(head, self->r.ctrl->head);
 		EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
 	}
 	kml_fault_exit(&f);
-	TH_LOG("START: %d allocation failures injected", injected);
+	walk_log(_metadata, "START", &w);
 	ASSERT_EQ(0, ret);
-	EXPECT_GT(injected, 0);
-	EXPECT_EQ(0, wait_ge(&self->r.ctrl->produced, 5, 60));
+	EXPECT_GT(w.errors, 0);
+	EXPECT_EQ(0, wait_ge(&self->r.ctrl->produced, produced + 5, 60));
 	EXPECT_EQ(-EBUSY, start(self->r.fd, 64, 0, 5, -1));
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
 }
