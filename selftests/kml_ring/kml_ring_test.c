@@ -1621,7 +1621,25 @@ static int ring_stat_lines(void)
 	return n;
 }
 
-TEST(fault_walk_open)
+/*
+ * The walks below that need no ring run under an empty fixture only to
+ * get a timeout: TEST() has the harness's 30 s, and a walk makes dozens
+ * of calls, each failure printing its report on a console that is slow
+ * on an emulated or loaded machine.
+ */
+FIXTURE(walk) {
+	int unused;
+};
+
+FIXTURE_SETUP(walk)
+{
+}
+
+FIXTURE_TEARDOWN(walk)
+{
+}
+
+TEST_F_TIMEOUT(walk, open, 900)
 {
 	int n, fd = -1, err = 0, injected = 0, errors = 0, absorbed = 0;
 	struct kml_fault f;
@@ -1696,7 +1714,7 @@ static void check_sized_alone(struct __test_metadata *_metadata, int fd, int oth
  * pages, anything a failure kept would make the next attempt -ENOSPC, and
  * anything it gave back twice would leave room for a second ring.
  */
-TEST(fault_walk_first_set_size_unprivileged)
+TEST_F_TIMEOUT(walk, first_set_size_unprivileged, 900)
 {
 	int n, fd, other, ret = -1;
 	struct walk w = { 0 };
@@ -1810,7 +1828,7 @@ static void check_resized(struct __test_metadata *_metadata, int fd)
  * A resize that fails keeps the old ring as it was: its records, head,
  * counters and watermark, and its share of the budget.
  */
-TEST(fault_walk_resize_keeps_the_old_ring)
+TEST_F_TIMEOUT(walk, resize_keeps_the_old_ring, 900)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	char *ctrl0 = malloc(pg), *data0 = malloc(pg);
@@ -1865,7 +1883,7 @@ TEST(fault_walk_resize_keeps_the_old_ring)
  * after our handler ran must undo its count of mappings, or SET_SIZE
  * would say -EBUSY for ever and rmmod would wait.
  */
-TEST(fault_walk_mmap)
+TEST_F_TIMEOUT(walk, mmap, 900)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	struct walk w[2] = { { 0 }, { 0 } };
@@ -1976,7 +1994,7 @@ static void check_ring_works(struct __test_metadata *_metadata)
  * trace: no module, no device, no stats set (one left behind would make
  * the next load fail with -EEXIST).
  */
-TEST(fault_walk_module_load)
+TEST_F_TIMEOUT(walk, module_load, 900)
 {
 	int n, ko, ret = -1;
 	struct walk w = { 0 };
