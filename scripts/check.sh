@@ -273,6 +273,35 @@ rc=$?
 ((rc == 2)) && [[ $out == *"cannot read these counters"*"GCOV=gcov-"* ]] &&
 	ok "coverage with another gcc's gcov: one clear message naming the fix" ||
 	bad "coverage with a mismatched gcov (rc $rc: ${out: -300})"
+printf '#!/bin/sh\necho "x.gcda:stamp mismatch with notes file" >&2\nexit 1\n' > "$fake/gcov"
+out=$(GCOV=$fake/gcov "$here/coverage.sh" --out "$fake/out" "$own/own.tar.gz" 2>&1)
+rc=$?
+((rc == 2)) && [[ $out == *"rebuilt after these counters"* ]] &&
+	ok "coverage of counters older than the modules' rebuild: refused, not silently dropped" ||
+	bad "coverage after a rebuild (rc $rc: ${out: -300})"
+# A directory of captures is read, never written; OUT= never deletes a
+# directory that is not a report; a checkout reached through a symlink
+# reports the same.
+mkdir -p "$fake/in" "$fake/mine"
+tar -C "$fake/in" -xzf "$own/own.tar.gz"
+chmod -R a-w "$fake/in"
+before=$(cd "$fake/in" && find . | sort | md5sum)
+echo keep > "$fake/mine/notes.txt"
+ln -s "$repo" "$fake/link"
+out=$("$fake/link/scripts/coverage.sh" --out "$fake/out2" "$fake/in" 2>&1)
+rc=$?
+if ((rc == 0)) && grep -Eq '^kml_hello +[0-9]+/[0-9]+ ' <<< "$out" &&
+   [[ $(cd "$fake/in" && find . | sort | md5sum) == "$before" ]]; then
+	ok "coverage of a read-only directory of captures, through a symlinked checkout: the input is untouched"
+else
+	bad "coverage of a directory through a symlink (rc $rc: ${out: -300})"
+fi
+out=$("$here/coverage.sh" --out "$fake/mine" "$own/own.tar.gz" 2>&1)
+rc=$?
+((rc == 2)) && [[ $(cat "$fake/mine/notes.txt") == keep ]] &&
+	ok "coverage refuses an OUT= directory that is not a report, and deletes nothing" ||
+	bad "coverage OUT= over a user's directory (rc $rc: ${out: -300})"
+chmod -R u+w "$fake/in"
 mkdir -p "$fake/cap/t/nowhere/modules/kml_x"
 : > "$fake/cap/t/nowhere/modules/kml_x/x.gcda"
 echo name=t > "$fake/cap/t/.kml-capture"

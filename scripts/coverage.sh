@@ -27,8 +27,10 @@
 # mix counters of two runs (or stale .gcda files of an earlier one).
 # GCOV=gcov-N picks the gcov of the compiler that built the modules.
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# Physical paths (-P): lcovtool.py realpath resolves the captures' source
+# paths, and the extract below must match them in a symlinked checkout.
+here=$(cd "$(dirname "$0")" && pwd -P)
+repo=$(cd "$here/.." && pwd -P)
 out=$repo/build/coverage lmin=0 bmin=0 all=
 from=()
 while (($#)); do
@@ -49,22 +51,33 @@ gcov=${GCOV:-gcov}
 command -v lcov > /dev/null || "$here/deps.sh" pkg=lcov || exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# OUT= is replaced whole: only a directory this script wrote (it leaves
+# .kml-coverage in it) or an empty one, never a user's directory.
+if [[ -e $out && ! -e $out/.kml-coverage ]] && [[ -n $(ls -A "$out" 2>/dev/null) || ! -d $out ]]; then
+	echo "coverage.sh: $out exists and is not a coverage report: give an empty or new directory" >&2
+	exit 2
+fi
 rm -rf "$out"
-mkdir -p "$out"
+mkdir -p "$out" && touch "$out/.kml-coverage" || exit 2
 
-# Unpack; find the captures (a directory holding .kml-capture).
+# Unpack archives, copy directories (the input is never written to:
+# the .gcno links and lcov's output go into the copy); find the captures
+# (directories holding .kml-capture).
 caps=()
 i=0
 for f in "${from[@]}"; do
 	i=$((i + 1))
+	mkdir -p "$work/in$i"
 	if [[ -f $f ]]; then
-		mkdir -p "$work/in$i"
 		tar -C "$work/in$i" -xzf "$f" || { echo "coverage.sh: cannot unpack $f" >&2; exit 2; }
-		f=$work/in$i
-	elif [[ ! -d $f ]]; then
+	elif [[ -d $f ]]; then
+		cp -r "$f/." "$work/in$i/" || { echo "coverage.sh: cannot copy $f" >&2; exit 2; }
+		find "$work/in$i" \( -name '*.info' -o -name '*.gcno' \) -delete
+	else
 		echo "coverage.sh: no such archive or directory: $f" >&2
 		exit 2
 	fi
+	f=$work/in$i
 	while IFS= read -r c; do
 		caps+=("$(cd "${c%/.kml-capture}" && pwd)")
 	done < <(find "$f" -name .kml-capture | sort)
@@ -93,22 +106,39 @@ if [[ -n $missing ]]; then
 	exit 2
 fi
 
-# A gcov of another gcc than the one that built the modules cannot read
-# their notes; lcov would then drop every file with a "version" error.
-one=$(find "${caps[0]}" -name '*.gcda' | head -1)
-if [[ -n $one ]]; then
-	msg=$(cd "$work" && "$gcov" -n -o "${one%/*}" "$one" 2>&1 >/dev/null)
-	if [[ $msg == *version* ]] || ! command -v "$gcov" > /dev/null; then
-		cc=$(sed -n 's/^compiler=//p' "${caps[0]}/.kml-capture")
-		echo "coverage.sh: $gcov cannot read these counters: ${msg:-not found}" >&2
-		echo "  $gcov is: $("$gcov" --version 2>/dev/null | head -1)" >&2
-		echo "  the kernel they ran on was built by: $cc" >&2
-		echo "  Use the gcov of the gcc that built the modules, e.g. make coverage GCOV=gcov-12 FROM=..." >&2
-		exit 2
-	fi
+# Each source file's counters are tried once with gcov (lcov's own
+# errors are ignored below, so they must be caught here): a gcov of
+# another gcc than the one that built the modules cannot read their notes
+# ("version"), and a module rebuilt since the run has new notes ("stamp
+# mismatch"); either would silently drop files from the report.
+if ! command -v "$gcov" > /dev/null; then
+	echo "coverage.sh: no $gcov: install the gcov of the gcc that built the modules (make coverage GCOV=gcov-12 FROM=...)" >&2
+	exit 2
 fi
+declare -A tried=()
+for c in "${caps[@]}"; do
+	while IFS= read -r g; do
+		rel=${g#"$c"}
+		[[ -n ${tried[$rel]:-} ]] && continue
+		tried[$rel]=1
+		msg=$(cd "$work" && "$gcov" -n -o "${g%/*}" "$g" 2>&1 >/dev/null)
+		if [[ $msg == *version* ]]; then
+			cc=$(sed -n 's/^compiler=//p' "$c/.kml-capture")
+			echo "coverage.sh: $gcov cannot read these counters: $msg" >&2
+			echo "  $gcov is: $("$gcov" --version 2>/dev/null | head -1)" >&2
+			echo "  the kernel they ran on was built by: $cc" >&2
+			echo "  Use the gcov of the gcc that built the modules, e.g. make coverage GCOV=gcov-12 FROM=..." >&2
+			exit 2
+		elif [[ $msg == *stamp* ]]; then
+			echo "coverage.sh: ${rel%.gcda}.gcno was rebuilt after these counters were taken: $msg" >&2
+			echo "  Report before rebuilding the modules, or run the tests again." >&2
+			exit 2
+		fi
+	done < <(find "$c" -name '*.gcda')
+done
 
-# One lcov capture per capture, named after it; two at a time per CPU.
+# One lcov capture per capture, named after it, written beside it in the
+# work directory; one job per CPU.
 for c in "${caps[@]}"; do
 	printf '%s\0' "$c"
 done | xargs -0 -P "$(nproc)" -I{} bash -c '
@@ -117,6 +147,10 @@ done | xargs -0 -P "$(nproc)" -I{} bash -c '
 	lcov -q --capture --gcov-tool "$gcov" -t "$name" --directory "$c" \
 		--output-file "$c.info" --rc lcov_branch_coverage=1 \
 		--ignore-errors gcov 2> >(grep -v "redefined at" >&2)' _ {} "$gcov"
+if ((PIPESTATUS[1])); then
+	echo "coverage.sh: lcov failed on a capture (above)" >&2
+	exit 1
+fi
 infos=()
 for c in "${caps[@]}"; do
 	[[ -s $c.info ]] && infos+=(-a "$c.info")
@@ -147,11 +181,20 @@ if ! marks=$("$here/lcovtool.py" markers "$repo/modules"); then
 elif [[ -z $marks ]]; then
 	echo "excluded branches: none (no LCOV_EXCL_BR_LINE markers in modules/)"
 else
-	lcov -q --capture --gcov-tool "$gcov" --directory "$work" --output-file "$work/all.info" \
+	dirs=()
+	for c in "${caps[@]}"; do
+		[[ -n $(find "$c" -name '*.gcda' -print -quit) ]] && dirs+=(--directory "$c")
+	done
+	lcov -q --capture --gcov-tool "$gcov" "${dirs[@]}" --output-file "$work/all.info" \
 		--rc lcov_branch_coverage=1 --rc lcov_excl_br_line=KMODLAB_IGNORES_NO_MARKER \
-		--ignore-errors gcov 2> >(grep -v "redefined at" >&2) &&
-	"$here/lcovtool.py" realpath "$work/all.info" "$work/all-real.info" &&
-	"$here/lcovtool.py" excluded "$work/all-real.info" "$repo/modules" 5 || rc=1
+		--ignore-errors gcov 2> >(grep -v "redefined at" >&2)
+	if [[ ! -s $work/all.info ]]; then
+		echo "coverage.sh: the capture without markers is empty: the excluded branches cannot be counted" >&2
+		rc=1
+	else
+		"$here/lcovtool.py" realpath "$work/all.info" "$work/all-real.info" &&
+		"$here/lcovtool.py" excluded "$work/all-real.info" "$repo/modules" 5 || rc=1
+	fi
 fi
 if ((${#caps[@]} > 1)); then
 	"$here/lcovtool.py" tests "$out/kmodlab.info" --lines "$out/only-one-test.txt"

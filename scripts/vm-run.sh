@@ -204,6 +204,8 @@ if kvm_works; then
 	accel_opts= run_qemu kvm || qrc=$?
 	if [[ ! -e $out/status ]] && ((qrc != 124)); then
 		echo "vm-run: KVM run failed (status $qrc); retrying under TCG" >&2
+		# nothing of the failed run may mix into this one's results
+		rm -rf "$out/gcov"
 		qrc=0
 		run_qemu tcg || qrc=$?
 	fi

@@ -33,9 +33,39 @@
 /* A walk that gets here is stuck: no call of ours makes that many. */
 #define KML_FAULT_MAX 5000
 
+#define KML_FAULT_KNOBS 6
+
 struct kml_fault {
 	int fd;			/* /proc/thread-self/fail-nth */
+	int armed;		/* the last kml_fault_arm() set a failure */
+	/* The injectors' settings before kml_fault_init(), put back on exit. */
+	char saved[KML_FAULT_KNOBS][16];
 };
+
+static const char *const kml_fault_knobs[KML_FAULT_KNOBS][2] = {
+	{ "/sys/kernel/debug/failslab/ignore-gfp-wait", "N" },
+	{ "/sys/kernel/debug/failslab/verbose", "0" },
+	{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N" },
+	{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N" },
+	{ "/sys/kernel/debug/fail_page_alloc/min-order", "0" },
+	{ "/sys/kernel/debug/fail_page_alloc/verbose", "0" },
+};
+
+static inline int kml_fault_read_knob(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return n ? -errno : -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
 
 static inline int kml_fault_knob(const char *path, const char *val)
 {
@@ -54,33 +84,30 @@ static inline int kml_fault_knob(const char *path, const char *val)
  * allocation can be failed: by default failslab and fail_page_alloc skip
  * GFP_KERNEL (sleeping) requests, fail_page_alloc skips order 0 and
  * highmem, and each injected failure prints a stack trace (slow on a
- * serial console). Returns 0, or -errno when the kernel cannot inject
- * (the caller SKIPs: a stock kernel has no CONFIG_FAULT_INJECTION).
+ * serial console). These settings are system-wide: kml_fault_exit()
+ * puts back what it found (on a user's own test machine too). Returns 0,
+ * or -errno when the kernel cannot inject (the caller SKIPs: a stock
+ * kernel has no CONFIG_FAULT_INJECTION).
  */
+static inline void kml_fault_exit(struct kml_fault *f);
+
 static inline int kml_fault_init(struct kml_fault *f)
 {
-	static const char *const knobs[][2] = {
-		{ "/sys/kernel/debug/failslab/ignore-gfp-wait", "N" },
-		{ "/sys/kernel/debug/failslab/verbose", "0" },
-		{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-wait", "N" },
-		{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N" },
-		{ "/sys/kernel/debug/fail_page_alloc/min-order", "0" },
-		{ "/sys/kernel/debug/fail_page_alloc/verbose", "0" },
-	};
-	int ret;
+	int ret = 0;
+	size_t i;
 
+	memset(f, 0, sizeof(*f));
 	f->fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
 	if (f->fd < 0)
 		return -errno;
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
-		ret = kml_fault_knob(knobs[i][0], knobs[i][1]);
-		if (ret) {
-			close(f->fd);
-			f->fd = -1;
-			return ret;
-		}
-	}
-	return 0;
+	for (i = 0; i < KML_FAULT_KNOBS && !ret; i++)
+		ret = kml_fault_read_knob(kml_fault_knobs[i][0], f->saved[i],
+					  sizeof(f->saved[i]));
+	for (i = 0; i < KML_FAULT_KNOBS && !ret; i++)
+		ret = kml_fault_knob(kml_fault_knobs[i][0], kml_fault_knobs[i][1]);
+	if (ret)
+		kml_fault_exit(f);
+	return ret;
 }
 
 /* The next system calls' @n-th allocation will fail (0 disarms). */
@@ -89,7 +116,11 @@ static inline int kml_fault_arm(struct kml_fault *f, unsigned int n)
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%u", n);
 
-	return pwrite(f->fd, buf, len, 0) == len ? 0 : -errno;
+	f->armed = 0;
+	if (pwrite(f->fd, buf, len, 0) != len)
+		return -errno;
+	f->armed = n > 0;
+	return 0;
 }
 
 /*
@@ -100,16 +131,24 @@ static inline int kml_fault_fired(struct kml_fault *f)
 {
 	char buf[16] = "";
 	ssize_t n = pread(f->fd, buf, sizeof(buf) - 1, 0);
+	int armed = f->armed;
 
+	/* A failed arm reads back 0 as well: it must not count as fired. */
 	kml_fault_arm(f, 0);
-	return n > 0 && buf[0] == '0';
+	return armed && n > 0 && buf[0] == '0';
 }
 
 static inline void kml_fault_exit(struct kml_fault *f)
 {
+	size_t i;
+
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	for (i = 0; i < KML_FAULT_KNOBS; i++)
+		if (f->saved[i][0])
+			kml_fault_knob(kml_fault_knobs[i][0], f->saved[i]);
+	memset(f->saved, 0, sizeof(f->saved));
 }
 
 #endif /* KML_FAULT_H */

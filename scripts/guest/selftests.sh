@@ -49,10 +49,11 @@ gcov_on=0 per_test=0
 reset_counters() { ((gcov_on)) && echo 1 > /sys/kernel/debug/gcov/reset; }
 save_counters() { # NAME: letters, digits, _ (what lcov accepts as a test name)
 	((gcov_on)) || return 0
-	local name=${1//[^A-Za-z0-9_]/_} n=1
-	while [[ -e $KMODLAB_OUT/gcov/$name${n/#1/} ]]; do n=$((n + 1)); done
+	local name=${1//[^A-Za-z0-9_]/_} n=1 suffix=
+	# a name already taken (a program run twice) gets 2, 3, ...
+	while [[ -e $KMODLAB_OUT/gcov/$name$suffix ]]; do n=$((n + 1)); suffix=$n; done
 	# a subshell (a fork, no exec): the collector exits on errors
-	(only=${KMODLAB_GCOV_ONLY:-$only} capture "$KMODLAB_OUT/gcov" "$name${n/#1/}")
+	(only=${KMODLAB_GCOV_ONLY:-$only} capture "$KMODLAB_OUT/gcov" "$name$suffix")
 }
 # The tests a harness command line selects (-f/-F fixture, -t/-T test,
 # -r/-R FIXTURE.TEST; includes, if any, must match, excludes must not),
@@ -109,7 +110,8 @@ for spec in "${specs[@]}"; do
 	if ((per_test)) && tests=$(selected "$t" "${args[@]}") && [[ -n $tests ]]; then
 		while IFS= read -r name; do
 			reset_counters
-			"$t" -r "$name" 2>&1 | tee -a "$tap"
+			# stdin is the list of tests: a test must not eat it
+			"$t" -r "$name" < /dev/null 2>&1 | tee -a "$tap"
 			((PIPESTATUS[0] == 0)) || rc=1
 			save_counters "${prog}__${name/./__}"
 		done <<< "$tests"

@@ -88,12 +88,23 @@ def module_of_needs_a_directory_under_root():
 def table_gates_lines_and_branches():
     lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 60, 50, False)
     assert ok, lines
-    assert any(ln.startswith("COVERAGE-OK kml_a: 66.7% of lines") for ln in lines), lines
+    # 2 of 3 lines: cut to 66.6%, never rounded up past a gate
+    assert any(ln.startswith("COVERAGE-OK kml_a: 66.6% of lines") for ln in lines), lines
     lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 60, 51, False)
     assert not ok and any(ln.startswith("COVERAGE-LOW kml_a") and "50.0% of branches (< 51%)" in ln
                           for ln in lines), lines
     lines, ok = lcovtool.table(INFO, "/r/modules", ["kml_a"], 67, 0, False)
-    assert not ok, "66.7% of lines is below 67%"
+    assert not ok, "66.6% of lines is below 67%"
+
+
+@test
+def a_gate_is_never_passed_by_rounding():
+    # 1799 of 2000 branches is 89.95%: shown as 89.9%, and below 90%
+    info = "TN:t\nSF:/r/modules/kml_a/a.c\nDA:1,1\n"
+    info += "".join(f"BRDA:1,0,{i},{1 if i < 1799 else 0}\n" for i in range(2000))
+    info += "end_of_record\n"
+    lines, ok = lcovtool.table(info, "/r/modules", ["kml_a"], 90, 90, False)
+    assert not ok and any("89.9% of branches (< 90%)" in ln for ln in lines), lines
 
 
 @test

@@ -1915,7 +1915,7 @@ static int walk_ioctl(struct __test_metadata *_metadata, struct kml_fault *f,
 	walk_base(_metadata, fd, r);
 	ASSERT_EQ(0, snap_of(fd, &before));
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
-		kml_fault_arm(f, n);
+		ASSERT_EQ(0, kml_fault_arm(f, n));
 		ret = ioctl(fd, cmd, arg);
 		err = errno;
 		if (!kml_fault_fired(f))
@@ -2035,7 +2035,7 @@ TEST_F_TIMEOUT(lo, fault_device_open, 600)
 	FAULT_INIT(&f);
 	ASSERT_LT(0, ref0);	/* the fixture's own file */
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
 		err = errno;
 		if (!kml_fault_fired(&f))
@@ -2122,7 +2122,7 @@ TEST_F_TIMEOUT(lo, fault_netns_create, 900)
 	ino = netns_ino();
 	ASSERT_NE(0, ino);
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = unshare(CLONE_NEWNET);
 		err = errno;
 		if (!kml_fault_fired(&f))
@@ -2165,6 +2165,8 @@ TEST_F_TIMEOUT(lo, fault_netns_create, 900)
 	TH_LOG("unshare(CLONE_NEWNET): %d allocation failures injected, %d absorbed by the core",
 	       fired, absorbed);
 	errtally_log(_metadata, "unshare(CLONE_NEWNET)", &tally);
+	/* Other codes come from the core; an allocation failure is ENOMEM. */
+	EXPECT_LT(0, tally.n[ENOMEM]);
 	EXPECT_LT(0, fired);
 	kml_fault_exit(&f);
 }
@@ -2209,7 +2211,7 @@ TEST_F_TIMEOUT(lo, fault_module_load, 900)
 	ko = open(kml_ko_path("modules/kml_filter/kml_filter.ko"), O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, ko);
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = syscall(SYS_finit_module, ko, "", 0);
 		err = errno;
 		if (!kml_fault_fired(&f))
@@ -2263,6 +2265,8 @@ TEST_F_TIMEOUT(lo, fault_module_load, 900)
 	TH_LOG("finit_module: %d allocation failures injected, %d absorbed by the core",
 	       fired, absorbed);
 	errtally_log(_metadata, "finit_module", &tally);
+	/* Other codes come from the core; an allocation failure is ENOMEM. */
+	EXPECT_LT(0, tally.n[ENOMEM]);
 	EXPECT_LT(0, fired);
 	kml_fault_exit(&f);
 }

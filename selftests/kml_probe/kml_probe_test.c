@@ -1310,7 +1310,7 @@ TEST_F_TIMEOUT(probe, fault_walk_attach, 300)
 		for (n = 1; n <= KML_FAULT_MAX; n++) {
 			struct kml_probe_attach a = cfgs[i];
 
-			kml_fault_arm(&f, n);
+			ASSERT_EQ(0, kml_fault_arm(&f, n));
 			ret = attach_cfg(self->fd, &a);
 			if (!kml_fault_fired(&f))
 				break;
@@ -1361,7 +1361,7 @@ TEST_F_TIMEOUT(probe, fault_walk_get_and_list, 300)
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
 		memset(&r, 0x5a, sizeof(r));
 		strcpy(r.func, TARGET);
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = ioctl(self->fd, KML_PROBE_IOC_GET, &r) ? -errno : 0;
 		if (!kml_fault_fired(&f))
 			break;
@@ -1382,7 +1382,7 @@ TEST_F_TIMEOUT(probe, fault_walk_get_and_list, 300)
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
 		memset(&l, 0, sizeof(l));
 		l.count = 99;
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = ioctl(self->fd, KML_PROBE_IOC_LIST, &l) ? -errno : 0;
 		if (!kml_fault_fired(&f))
 			break;
@@ -1441,7 +1441,7 @@ TEST_F_TIMEOUT(walk, module_load, 900)
 	ASSERT_GE(ko, 0);
 	FAULT_INIT(&f);
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
-		kml_fault_arm(&f, n);
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = syscall(SYS_finit_module, ko, "", 0) ? -errno : 0;
 		if (!kml_fault_fired(&f))
 			break;

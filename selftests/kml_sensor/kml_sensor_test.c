@@ -792,7 +792,8 @@ static int wait_sleeping(pid_t tid)
  * record and where it waits for another reader of the same file; neither
  * loses a record nor changes the device.
  */
-TEST_F(dev, signal_interrupts_blocking_reads)
+/* Two waits of up to WORK_CAP_S each for a reader to sleep. */
+TEST_F_TIMEOUT(dev, signal_interrupts_blocking_reads, 2 * WORK_CAP_S + 60)
 {
 	struct sigaction sa = { .sa_handler = on_sigusr1 };	/* no SA_RESTART */
 	struct sig_reader a = { .fd = self->fd, .ret = 1 }, b = a;
