@@ -2074,8 +2074,13 @@ struct errtally {
 	int n[160];
 };
 
-static void errtally_log(struct __test_metadata *_metadata, const char *call,
-			 const struct errtally *t)
+/*
+ * A walk through core code: how many failures were injected and absorbed,
+ * and the codes the call failed with. Other codes than ENOMEM come from
+ * the core; an allocation failure that reaches the caller is ENOMEM.
+ */
+static void walk_report(struct __test_metadata *_metadata, const char *call,
+			int fired, int absorbed, const struct errtally *t)
 {
 	char buf[512];
 	size_t at = 0;
@@ -2086,7 +2091,11 @@ static void errtally_log(struct __test_metadata *_metadata, const char *call,
 			at += snprintf(buf + at, sizeof(buf) - at, " %s x%d",
 				       strerrorname_np(e) ? strerrorname_np(e) : "?",
 				       t->n[e]);
+	TH_LOG("%s: %d allocation failures injected, %d absorbed by the core",
+	       call, fired, absorbed);
 	TH_LOG("%s failed with:%s", call, at ? buf : " nothing");
+	EXPECT_LT(0, fired);
+	EXPECT_LT(0, t->n[ENOMEM]);
 }
 
 /* The current thread's network namespace's inode, or 0. */
@@ -2162,12 +2171,7 @@ TEST_F_TIMEOUT(lo, fault_netns_create, 900)
 	}
 	ASSERT_EQ(0, setns(home, CLONE_NEWNET));
 	close(home);
-	TH_LOG("unshare(CLONE_NEWNET): %d allocation failures injected, %d absorbed by the core",
-	       fired, absorbed);
-	errtally_log(_metadata, "unshare(CLONE_NEWNET)", &tally);
-	/* Other codes come from the core; an allocation failure is ENOMEM. */
-	EXPECT_LT(0, tally.n[ENOMEM]);
-	EXPECT_LT(0, fired);
+	walk_report(_metadata, "unshare(CLONE_NEWNET)", fired, absorbed, &tally);
 	kml_fault_exit(&f);
 }
 
@@ -2262,12 +2266,7 @@ TEST_F_TIMEOUT(lo, fault_module_load, 900)
 		close(fd);
 		close(extra[i]);
 	}
-	TH_LOG("finit_module: %d allocation failures injected, %d absorbed by the core",
-	       fired, absorbed);
-	errtally_log(_metadata, "finit_module", &tally);
-	/* Other codes come from the core; an allocation failure is ENOMEM. */
-	EXPECT_LT(0, tally.n[ENOMEM]);
-	EXPECT_LT(0, fired);
+	walk_report(_metadata, "finit_module", fired, absorbed, &tally);
 	kml_fault_exit(&f);
 }
 

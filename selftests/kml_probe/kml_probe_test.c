@@ -1411,17 +1411,9 @@ TEST_F_TIMEOUT(probe, fault_walk_get_and_list, 300)
  * finit_module() calls, each failure printing its report on a console
  * that is slow on an emulated or loaded machine.
  */
-FIXTURE(walk) {
-	int unused;
-};
-
-FIXTURE_SETUP(walk)
-{
-}
-
-FIXTURE_TEARDOWN(walk)
-{
-}
+FIXTURE(walk) {};
+FIXTURE_SETUP(walk) {}
+FIXTURE_TEARDOWN(walk) {}
 
 /*
  * finit_module(): the loader's allocations and kml_probe_init()'s. A

@@ -1415,17 +1415,9 @@ static void *resize_rounds(void *arg)
  * only a timeout longer than TEST()'s 30 s: its loops stop on caps of
  * their own, which must come before the harness's kill.
  */
-FIXTURE(race) {
-	int unused;
-};
-
-FIXTURE_SETUP(race)
-{
-}
-
-FIXTURE_TEARDOWN(race)
-{
-}
+FIXTURE(race) {};
+FIXTURE_SETUP(race) {}
+FIXTURE_TEARDOWN(race) {}
 
 /*
  * Rings resized on both CPUs at once take and give back the shared
@@ -1645,17 +1637,9 @@ static int ring_stat_lines(void)
  * of calls, each failure printing its report on a console that is slow
  * on an emulated or loaded machine.
  */
-FIXTURE(walk) {
-	int unused;
-};
-
-FIXTURE_SETUP(walk)
-{
-}
-
-FIXTURE_TEARDOWN(walk)
-{
-}
+FIXTURE(walk) {};
+FIXTURE_SETUP(walk) {}
+FIXTURE_TEARDOWN(walk) {}
 
 TEST_F_TIMEOUT(walk, open, 900)
 {
