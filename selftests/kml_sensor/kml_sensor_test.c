@@ -1715,7 +1715,7 @@ static long refcnt(void)
  * open() of the device, each allocation failed in turn: -ENOMEM, and no
  * reference on the module is left behind.
  */
-TEST_F(dev, fault_open)
+TEST_F_TIMEOUT(dev, fault_open, 300)
 {
 	unsigned int n, fired = 0;
 	struct kml_fault f;
@@ -1758,7 +1758,7 @@ TEST_F(dev, fault_open)
  * Every ioctl, walked the same way: whether or not one allocates (none
  * does today), a failure must be an error that changes nothing.
  */
-TEST_F(dev, fault_ioctls)
+TEST_F_TIMEOUT(dev, fault_ioctls, 300)
 {
 	struct kml_sensor_info info;
 	struct kml_sensor_reading rd = { .channel = 1 };
