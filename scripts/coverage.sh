@@ -52,8 +52,10 @@ command -v lcov > /dev/null || "$here/deps.sh" pkg=lcov || exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # OUT= is replaced whole: only a directory this script wrote (it leaves
-# .kml-coverage in it) or an empty one, never a user's directory.
-if [[ -e $out && ! -e $out/.kml-coverage ]] && [[ -n $(ls -A "$out" 2>/dev/null) || ! -d $out ]]; then
+# .kml-coverage in it; older versions left only kmodlab.info) or an empty
+# one, never a user's directory.
+if [[ -e $out && ! -e $out/.kml-coverage && ! -e $out/kmodlab.info ]] &&
+   [[ -n $(ls -A "$out" 2>/dev/null) || ! -d $out ]]; then
 	echo "coverage.sh: $out exists and is not a coverage report: give an empty or new directory" >&2
 	exit 2
 fi
@@ -181,11 +183,8 @@ if ! marks=$("$here/lcovtool.py" markers "$repo/modules"); then
 elif [[ -z $marks ]]; then
 	echo "excluded branches: none (no LCOV_EXCL_BR_LINE markers in modules/)"
 else
-	dirs=()
-	for c in "${caps[@]}"; do
-		[[ -n $(find "$c" -name '*.gcda' -print -quit) ]] && dirs+=(--directory "$c")
-	done
-	lcov -q --capture --gcov-tool "$gcov" "${dirs[@]}" --output-file "$work/all.info" \
+	# every capture is under $work, unpacked or copied
+	lcov -q --capture --gcov-tool "$gcov" --directory "$work" --output-file "$work/all.info" \
 		--rc lcov_branch_coverage=1 --rc lcov_excl_br_line=KMODLAB_IGNORES_NO_MARKER \
 		--ignore-errors gcov 2> >(grep -v "redefined at" >&2)
 	if [[ ! -s $work/all.info ]]; then

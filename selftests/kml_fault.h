@@ -37,7 +37,6 @@
 
 struct kml_fault {
 	int fd;			/* /proc/thread-self/fail-nth */
-	int armed;		/* the last kml_fault_arm() set a failure */
 	/* The injectors' settings before kml_fault_init(), put back on exit. */
 	char saved[KML_FAULT_KNOBS][16];
 };
@@ -79,6 +78,20 @@ static inline int kml_fault_knob(const char *path, const char *val)
 	return ret;
 }
 
+/* Closes the file and puts the injectors' settings back. */
+static inline void kml_fault_exit(struct kml_fault *f)
+{
+	size_t i;
+
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	for (i = 0; i < KML_FAULT_KNOBS; i++)
+		if (f->saved[i][0])
+			kml_fault_knob(kml_fault_knobs[i][0], f->saved[i]);
+	memset(f->saved, 0, sizeof(f->saved));
+}
+
 /*
  * Opens this thread's fail-nth file and sets the injectors so that every
  * allocation can be failed: by default failslab and fail_page_alloc skip
@@ -89,8 +102,6 @@ static inline int kml_fault_knob(const char *path, const char *val)
  * or -errno when the kernel cannot inject (the caller SKIPs: a stock
  * kernel has no CONFIG_FAULT_INJECTION).
  */
-static inline void kml_fault_exit(struct kml_fault *f);
-
 static inline int kml_fault_init(struct kml_fault *f)
 {
 	int ret = 0;
@@ -116,11 +127,7 @@ static inline int kml_fault_arm(struct kml_fault *f, unsigned int n)
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%u", n);
 
-	f->armed = 0;
-	if (pwrite(f->fd, buf, len, 0) != len)
-		return -errno;
-	f->armed = n > 0;
-	return 0;
+	return pwrite(f->fd, buf, len, 0) == len ? 0 : -errno;
 }
 
 /*
@@ -131,24 +138,9 @@ static inline int kml_fault_fired(struct kml_fault *f)
 {
 	char buf[16] = "";
 	ssize_t n = pread(f->fd, buf, sizeof(buf) - 1, 0);
-	int armed = f->armed;
 
-	/* A failed arm reads back 0 as well: it must not count as fired. */
 	kml_fault_arm(f, 0);
-	return armed && n > 0 && buf[0] == '0';
-}
-
-static inline void kml_fault_exit(struct kml_fault *f)
-{
-	size_t i;
-
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = -1;
-	for (i = 0; i < KML_FAULT_KNOBS; i++)
-		if (f->saved[i][0])
-			kml_fault_knob(kml_fault_knobs[i][0], f->saved[i]);
-	memset(f->saved, 0, sizeof(f->saved));
+	return n > 0 && buf[0] == '0';
 }
 
 #endif /* KML_FAULT_H */

@@ -1409,7 +1409,6 @@ static void *resize_rounds(void *arg)
 	return NULL;
 }
 
-
 /*
  * An empty fixture for the test below, which needs no ring of its own,
  * only a timeout longer than TEST()'s 30 s: its loops stop on caps of
