@@ -31,4 +31,14 @@ static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
 }
 #endif
 
+/*
+ * __assign_str() fills a trace event's __string() field. Since 6.10 it
+ * takes the field alone, and copies from the source __string() named.
+ */
+#ifdef KML_HAVE_ASSIGN_STR_1ARG
+#define kml_assign_str(dst, src)	__assign_str(dst)
+#else
+#define kml_assign_str(dst, src)	__assign_str(dst, src)
+#endif
+
 #endif /* _KML_COMPAT_H */

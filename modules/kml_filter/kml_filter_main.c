@@ -54,6 +54,7 @@
 #include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
 #include "kml_filter_logic.h"
+#include "kml_filter_trace.h"
 
 /* Sized per CPU by hand: one __alloc_percpu() stops at 32 KiB, 2048 rules. */
 struct kml_filter_ctr {
@@ -281,6 +282,8 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	} else {
 		verdict = set->rules[idx].action;
 	}
+	trace_verdict(&pkt, idx < set->nrules ? (s32)idx : -1, verdict,
+		      skb->len);
 	/* LAB filter 3 end */
 
 	/* LAB filter 4: count the packet and its bytes (skb->len) in slot

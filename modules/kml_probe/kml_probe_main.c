@@ -55,6 +55,7 @@
 #include "../include/kml_stats.h"
 #include "../kml_stats/kml_stats_logic.h"
 #include "kml_probe_logic.h"
+#include "kml_probe_trace.h"
 /* Only for symbol_get(): kml_probe_target.ko may come and go. */
 #include "kml_probe_target.h"
 
@@ -220,6 +221,8 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 		WRITE_ONCE(mm->min, ns);
 	if (ns > READ_ONCE(mm->max))
 		WRITE_ONCE(mm->max, ns);
+	trace_call(fn->cfg.func, ns, regs_return_value(regs), fn->cfg.nargs,
+		   in->args);
 	/* LAB probe 2 end */
 	if (fn->cfg.nargs)
 		kml_publish_last(fn, in, regs_return_value(regs));

@@ -70,6 +70,7 @@
 #include "../include/kml_ring.h"
 #include "../include/kml_stats.h"
 #include "kml_ring_logic.h"
+#include "kml_ring_trace.h"
 
 static unsigned int max_pages = 16384;
 module_param(max_pages, uint, 0644);
@@ -80,6 +81,8 @@ static unsigned int user_pages = 4096;
 module_param(user_pages, uint, 0644);
 MODULE_PARM_DESC(user_pages,
 		 "pages one user's rings may use, unless CAP_IPC_LOCK (default 4096)");
+
+static atomic_t kml_ring_ids = ATOMIC_INIT(0);
 
 /* Pages allocated to rings now; at most max_pages. */
 static atomic_long_t kml_pages_used = ATOMIC_LONG_INIT(0);
@@ -141,6 +144,7 @@ struct kml_ring {
 	struct task_struct *producer;	/* under lock */
 	struct kml_ring_produce prod;	/* set before the producer starts */
 	kuid_t uid;			/* the opener, charged for the pages */
+	u32 id;				/* in open order, for the tracepoints */
 	struct rcu_work free_work;
 };
 
@@ -250,6 +254,7 @@ static struct kml_ring_rec *kml_reserve_locked(struct kml_ring *r, u32 type,
 	if (kml_ring_place(r->resv, kml_tail_locked(r), r->size, need, &pad)) {
 		r->lost++;
 		WRITE_ONCE(r->ctrl->lost, r->lost);
+		trace_record_lost(r->id, type, need, r->lost);
 		kml_stats_inc(kml_ring_stats, ST_LOST);
 		return NULL;
 	}
@@ -323,6 +328,7 @@ static bool kml_need_wake_locked(struct kml_ring *r)
 static void kml_wake(struct kml_ring *r)
 {
 	kml_stats_inc(kml_ring_stats, ST_WAKEUPS);
+	trace_wakeup(r->id, READ_ONCE(r->head), atomic_read(&r->read_waiters));
 	wake_up_interruptible(&r->wq);
 }
 
@@ -911,6 +917,7 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 	atomic_set(&r->mapped, 0);
 	r->watermark = 1;
 	r->uid = current_uid();
+	r->id = atomic_inc_return(&kml_ring_ids);
 	file->private_data = r;
 	return 0;
 }

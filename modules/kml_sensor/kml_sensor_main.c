@@ -47,6 +47,7 @@
 #include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
 #include "kml_sensor_logic.h"
+#include "kml_sensor_trace.h"
 
 static unsigned int channels = 2;
 module_param(channels, uint, 0444);
@@ -132,6 +133,8 @@ static void kml_emit_locked(unsigned int ch, int zone)
 	};
 
 	lockdep_assert_held(&kml_dev.lock);
+	trace_alarm(ch, c->value_mc, c->seq, zone, c->alarm.low_mc,
+		    c->alarm.high_mc);
 	kml_stats_inc(kml_dev.stats, ST_ALARMS);
 	kml_evring_push(&kml_dev.ring, &ev);
 }
@@ -184,6 +187,7 @@ static void kml_sample_locked(unsigned int ch, s32 value_mc, u64 now)
 	c->value_mc = value_mc;
 	c->timestamp_ns = now;
 	c->seq++;
+	trace_sample(ch, value_mc, c->seq, c->injected);
 	kml_stats_inc(kml_dev.stats, ST_SAMPLES);
 	kml_eval_locked(ch);
 }

@@ -34,6 +34,7 @@
 
 #include "../include/kml_stats.h"
 #include "kml_stats_logic.h"
+#include "kml_stats_trace.h"
 
 /*
  * __alloc_percpu() cannot hand out more than PCPU_MIN_UNIT_SIZE at once,
@@ -419,6 +420,7 @@ static void kml_reset_locked(struct kml_stats_set *set)
 	if (set->on_reset)
 		set->on_reset(set->on_reset_data);
 	/* LAB stats 4 end */
+	trace_reset(set->name, set->nslots);
 }
 
 /**

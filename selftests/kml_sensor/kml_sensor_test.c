@@ -26,6 +26,7 @@
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
+#include "../kml_trace.h"
 /* The model itself, to predict every sample of a seeded channel. */
 #include "../../modules/kml_sensor/kml_sensor_logic.c"
 
@@ -1816,6 +1817,239 @@ TEST_F_TIMEOUT(dev, fault_ioctls, 300)
 	EXPECT_EQ(KML_SENSOR_PERIOD_DEFAULT_MS, period);
 	ASSERT_EQ(0, ioctl(self->fd, KML_SENSOR_IOC_GET_PERIOD, &period));
 	EXPECT_EQ(KML_SENSOR_PERIOD_DEFAULT_MS, period);	/* RESET */
+}
+
+/*
+ * ---- tracepoints: kml_sensor:sample and kml_sensor:alarm, read back
+ * through a trace instance of the test's own (../kml_trace.h) ----
+ */
+FIXTURE(trace) {
+	int fd;
+	struct kml_trace t;
+};
+
+FIXTURE_SETUP(trace)
+{
+	char name[64];
+	int ret;
+
+	self->fd = -1;
+	ASSERT_EQ(0, reload_sensor("channels=4"));
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+	/* Held still: the sampler leaves injected channels alone. */
+	for (unsigned int ch = 0; ch < NCH; ch++)
+		ASSERT_EQ(0, inject(self->fd, ch, 20000 + 1000 * ch));
+	snprintf(name, sizeof(name), "kml_sensor_test_%d", getpid());
+	ret = kml_trace_open(&self->t, name);
+	if (ret == -ENODEV)
+		SKIP(return, "kernel without tracing (no " KML_TRACEFS ")");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	EXPECT_EQ(0, kml_trace_close(&self->t));
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* The @nth sample event of @text on channel @ch: its line, or NULL. */
+static const char *sample_on(const char *text, unsigned int ch, int nth)
+{
+	const char *line;
+	long long v;
+
+	for (int i = 0; (line = kml_trace_line(text, "sample", i)); i++)
+		if (!kml_trace_field(line, "channel", &v) && v == ch &&
+		    nth-- == 0)
+			return line;
+	return NULL;
+}
+
+TEST_F(trace, sample_and_alarm_fields)
+{
+	struct kml_sensor_reading r;
+	const char *line;
+	char *text, zone[16];
+	long long v;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/enable", "1"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/alarm/enable", "1"));
+	/* 21000 is inside: enabling the alarm crosses nothing. */
+	ASSERT_EQ(0, set_alarm(self->fd, 1, 10000, 40000));
+	ASSERT_EQ(0, inject(self->fd, 1, 42000));	/* -> high */
+	ASSERT_EQ(0, inject(self->fd, 1, 5000));	/* -> low */
+	ASSERT_EQ(0, read_ch(self->fd, 1, &r));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+
+	line = sample_on(text, 1, 0);
+	ASSERT_NE(NULL, line) TH_LOG("no sample on channel 1 in:\n%s", text);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(42000, v);
+	EXPECT_EQ(0, kml_trace_field(line, "injected", &v));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, kml_trace_field(line, "seq", &v));
+	EXPECT_EQ(r.seq - 1, (unsigned long long)v);
+	line = sample_on(text, 1, 1);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(5000, v);
+	EXPECT_EQ(0, kml_trace_field(line, "seq", &v));
+	EXPECT_EQ(r.seq, (unsigned long long)v);	/* READ shows the last */
+	EXPECT_EQ(NULL, sample_on(text, 1, 2));
+
+	/* Exactly the two crossings, each with the thresholds it crossed. */
+	EXPECT_EQ(2, kml_trace_count(text, "alarm"));
+	line = kml_trace_line(text, "alarm", 0);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, kml_trace_str(line, "zone", zone, sizeof(zone)));
+	EXPECT_STREQ("high", zone);
+	EXPECT_EQ(0, kml_trace_field(line, "channel", &v));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(42000, v);
+	EXPECT_EQ(0, kml_trace_field(line, "low_mc", &v));
+	EXPECT_EQ(10000, v);
+	EXPECT_EQ(0, kml_trace_field(line, "high_mc", &v));
+	EXPECT_EQ(40000, v);
+	line = kml_trace_line(text, "alarm", 1);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, kml_trace_str(line, "zone", zone, sizeof(zone)));
+	EXPECT_STREQ("low", zone);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(5000, v);
+	free(text);
+}
+
+TEST_F(trace, filter_expression_picks_the_events)
+{
+	const char *line;
+	char *text;
+	long long v;
+
+	/* The kernel evaluates the filter before anything is recorded. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/filter",
+				   "channel == 2 && injected == 1"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/enable", "1"));
+	/* A field the event does not have is refused. */
+	EXPECT_EQ(-EINVAL, kml_trace_set(&self->t, "events/kml_sensor/alarm/filter",
+					 "temperature > 3"));
+	ASSERT_EQ(0, inject(self->fd, 0, 11000));
+	ASSERT_EQ(0, inject(self->fd, 2, 22000));
+	ASSERT_EQ(0, inject(self->fd, 3, 33000));
+	ASSERT_EQ(0, inject(self->fd, 2, 23000));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(2, kml_trace_count(text, "sample")) TH_LOG("%s", text);
+	line = kml_trace_line(text, "sample", 0);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(22000, v);
+	line = kml_trace_line(text, "sample", 1);
+	ASSERT_NE(NULL, line);
+	EXPECT_EQ(0, kml_trace_field(line, "value_mc", &v));
+	EXPECT_EQ(23000, v);
+	free(text);
+}
+
+TEST_F(trace, hist_trigger_sums_values_by_channel)
+{
+	unsigned long long hits[NCH] = { 0 };
+	long long sum[NCH] = { 0 };
+	unsigned int ch, seen = 0;
+	const char *p;
+	char *hist;
+
+	/* Needs CONFIG_HIST_TRIGGERS; the event need not be enabled. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/trigger",
+				   "hist:keys=channel:vals=hitcount,value_mc:sort=channel if injected == 1"));
+	ASSERT_EQ(0, inject(self->fd, 0, 1000));
+	ASSERT_EQ(0, inject(self->fd, 0, 2000));
+	ASSERT_EQ(0, inject(self->fd, 0, 3000));
+	ASSERT_EQ(0, inject(self->fd, 3, 500));
+	ASSERT_EQ(0, inject(self->fd, 3, 700));
+	hist = kml_trace_get(&self->t, "events/kml_sensor/sample/hist");
+	ASSERT_NE(NULL, hist);
+	for (p = hist; (p = strstr(p, "{ channel:")); p++) {
+		unsigned long long h;
+		long long s;
+
+		ASSERT_EQ(3, sscanf(p, "{ channel: %u } hitcount: %llu value_mc: %lld",
+				    &ch, &h, &s)) TH_LOG("%s", hist);
+		ASSERT_LT(ch, NCH);
+		hits[ch] = h;
+		sum[ch] = s;
+		seen++;
+	}
+	EXPECT_EQ(2, seen) TH_LOG("%s", hist);
+	EXPECT_EQ(3, hits[0]);
+	EXPECT_EQ(6000, sum[0]);
+	EXPECT_EQ(2, hits[3]);
+	EXPECT_EQ(1200, sum[3]);
+	free(hist);
+}
+
+TEST_F(trace, nothing_is_recorded_while_disabled)
+{
+	char *text;
+
+	ASSERT_EQ(0, inject(self->fd, 0, 30000));
+	ASSERT_EQ(0, set_alarm(self->fd, 0, 0, 25000));	/* crossed: alarm */
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(NULL, strstr(text, "kml_sensor")) TH_LOG("%s", text);
+	EXPECT_EQ(0, kml_trace_count(text, "sample"));
+	EXPECT_EQ(0, kml_trace_count(text, "alarm"));
+	free(text);
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/enable", "1"));
+	ASSERT_EQ(0, inject(self->fd, 0, 31000));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/enable", "0"));
+	ASSERT_EQ(0, inject(self->fd, 0, 32000));
+	ASSERT_EQ(0, inject(self->fd, 0, 1000));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(1, kml_trace_count(text, "sample")) TH_LOG("%s", text);
+	EXPECT_EQ(0, kml_trace_count(text, "alarm"));
+	free(text);
+}
+
+static bool top_lists(const char *what)
+{
+	struct kml_trace top = { .dir = KML_TRACEFS };
+	char *all = kml_trace_get(&top, "available_events");
+	bool found = all && strstr(all, what);
+
+	free(all);
+	return found;
+}
+
+TEST_F(trace, events_come_and_go_with_the_module)
+{
+	char *en;
+
+	EXPECT_TRUE(top_lists("kml_sensor:sample\n"));
+	EXPECT_TRUE(top_lists("kml_sensor:alarm\n"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/enable", "1"));
+	/* An enabled event does not pin the module: rmmod removes it. */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kml_unload("kml_sensor"));
+	EXPECT_FALSE(top_lists("kml_sensor:"));
+	en = kml_trace_get(&self->t, "events/kml_sensor/sample/enable");
+	EXPECT_EQ(NULL, en);
+	free(en);
+	EXPECT_EQ(-ENOENT, kml_trace_set(&self->t, "events/kml_sensor/sample/enable", "1"));
+
+	/* Back with the module, and off: nothing carries over. */
+	ASSERT_EQ(0, reload_sensor(""));
+	EXPECT_TRUE(top_lists("kml_sensor:sample\n"));
+	en = kml_trace_get(&self->t, "events/kml_sensor/sample/enable");
+	ASSERT_NE(NULL, en);
+	EXPECT_STREQ("0\n", en);
+	free(en);
 }
 
 TEST_HARNESS_MAIN

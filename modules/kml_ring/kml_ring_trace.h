@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kml_ring's tracepoints: the two things a ring's consumer cannot see for
+ * itself as they happen, a record lost because the ring was full, and a
+ * wake-up (how many a workload costs is the point of the watermark).
+ * @ring numbers the rings in the order they were opened since the module
+ * was loaded, to tell them apart in one trace.
+ * See kml_sensor_trace.h for the multi-read layout.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM kml_ring
+
+#if !defined(_KML_RING_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _KML_RING_TRACE_H
+
+#include <linux/tracepoint.h>
+
+TRACE_EVENT(record_lost,
+	TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
+	TP_ARGS(ring, type, size, lost),
+	TP_STRUCT__entry(
+		__field(u32, ring)
+		__field(u32, type)
+		__field(u32, size)
+		__field(u64, lost)
+	),
+	TP_fast_assign(
+		__entry->ring = ring;
+		__entry->type = type;
+		__entry->size = size;
+		__entry->lost = lost;
+	),
+	TP_printk("ring=%u type=%u size=%u lost=%llu", __entry->ring,
+		  __entry->type, __entry->size, __entry->lost)
+);
+
+/*
+ * @head_now: the ring's head, in bytes since it was sized; @reader: a
+ * blocked read() was waiting, else a poller's watermark was reached.
+ * (No argument may be called "head": perf's stage of the expansion has
+ * a local of that name.)
+ */
+TRACE_EVENT(wakeup,
+	TP_PROTO(u32 ring, u64 head_now, bool reader),
+	TP_ARGS(ring, head_now, reader),
+	TP_STRUCT__entry(
+		__field(u64, head)
+		__field(u32, ring)
+		__field(u8, reader)
+	),
+	TP_fast_assign(
+		__entry->head = head_now;
+		__entry->ring = ring;
+		__entry->reader = reader;
+	),
+	TP_printk("ring=%u head=%llu reader=%u", __entry->ring, __entry->head,
+		  __entry->reader)
+);
+
+#endif /* _KML_RING_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE kml_ring_trace
+#include <trace/define_trace.h>
