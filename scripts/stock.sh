@@ -92,14 +92,17 @@ else
 fi
 
 # Tests that patch kernel text while another vCPU runs it: kprobes (on
-# every kernel) and, on these kernels only, netfilter's static keys
-# (CONFIG_JUMP_LABEL, off in the test kernel), flipped whenever kml_filter
-# loads or unloads. Multi-threaded TCG does not emulate cross-modifying
-# code (on the stock 6.1 kernel the rmmod race test stalled RCU with the
-# receiving vCPU stuck on ip_local_deliver's NF_HOOK jump label), so they
-# run in a single-threaded TCG guest, where the same tests are clean.
+# every kernel) and, on these kernels only, static keys (CONFIG_JUMP_LABEL,
+# off in the test kernel): netfilter's, flipped whenever kml_filter loads
+# or unloads, and every tracepoint's, flipped when an event is enabled or
+# disabled (the `trace` fixtures). Multi-threaded TCG does not emulate
+# cross-modifying code (on the stock 6.1 kernel the rmmod race test stalled
+# RCU with the receiving vCPU stuck on ip_local_deliver's NF_HOOK jump
+# label), so they run in a single-threaded TCG guest, where the same tests
+# are clean.
 ptext=probe_text	# kml_probe_test's fixture of text-patching tests
 frace=filter.rmmod_under_traffic
+traced=(kml_stats_test kml_sensor_test kml_ring_test kml_filter_test kml_probe_test)
 run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	local name=$1 opt=$2 rc out=$repo/build/vm/stock-$series-$1
 	shift 2
@@ -117,7 +120,9 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	((rc == 0)) && ok "stock $abi $name: passed, kernel log clean, powered off" ||
 		bad "stock $abi $name: vm-run exited $rc (see $out)"
 }
-run_guest selftests "" kml_hello_test kml_stats_test kml_sensor_test kml_ring_test \
-	"kml_filter_test:-T ${frace#*.}" "kml_probe_test:-F $ptext"
-run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:-r $frace"
+run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \
+	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
+	"kml_filter_test:-T ${frace#*.} -F trace" "kml_probe_test:-F $ptext -F trace"
+run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:-r $frace" \
+	"${traced[@]/%/:-f trace}"
 finish

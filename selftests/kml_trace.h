@@ -33,7 +33,7 @@
 struct kml_trace {
 	char dir[256];
 	/* triggers set through kml_trace_set(), removed by close */
-	char trig_file[KML_TRACE_MAX_TRIGGERS][128];
+	char trig_file[KML_TRACE_MAX_TRIGGERS][512];
 	char trig_val[KML_TRACE_MAX_TRIGGERS][256];
 	int ntrig;
 };
@@ -212,6 +212,7 @@ static inline int kml_trace_field(const char *line, const char *key,
 {
 	char val[64], *end;
 
+	*v = 0;
 	if (kml_trace_str(line, key, val, sizeof(val)))
 		return -ENOENT;
 	errno = 0;
