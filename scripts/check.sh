@@ -72,7 +72,7 @@ count_tap() {
 }
 
 section "dependencies"
-"$here/deps.sh" host kernel vm check || { bad "install dependencies"; summary; }
+"$here/deps.sh" host kernel vm check trace || { bad "install dependencies"; summary; }
 echo "parts: $parts"
 
 rm -rf "$logs"

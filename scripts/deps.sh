@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the Debian/Ubuntu packages a kmodlab target needs.
-#   scripts/deps.sh host|kernel|vm|check|stock|pkg=NAME   (groups add up)
+#   scripts/deps.sh host|kernel|vm|check|stock|trace|pkg=NAME   (groups add up)
 # As root: apt-get installs what is missing. As anyone else: print the
 # exact command to run and fail, rather than half-working later.
 set -euo pipefail
@@ -16,6 +16,8 @@ for group in "$@"; do
 	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck
 		       gcc-multilib) ;;
 	stock)	pkgs+=(busybox-static cpio kmod) ;;
+	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)
+	trace)	pkgs+=(linux-perf bpftrace trace-cmd) ;;
 	pkg=*)	pkgs+=("${group#pkg=}") ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac

@@ -35,7 +35,7 @@ count_tap() { # $1 = TAP file, $2 = label
 	((p + f > 0))
 }
 
-"$here/deps.sh" host vm stock || { bad "install dependencies"; finish; }
+"$here/deps.sh" host vm stock trace || { bad "install dependencies"; finish; }
 abi=$(for p in $(apt-cache search --names-only '^linux-image-[0-9].*-cloud-amd64$' |
 		 awk '{print $1}'); do
 	v=$(apt-cache show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Version: //p')

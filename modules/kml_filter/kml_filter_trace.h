@@ -38,16 +38,16 @@ TRACE_EVENT(verdict,
 		 u32 len),
 	TP_ARGS(pkt, rule, verdict, len),
 	TP_STRUCT__entry(
-		__array(u8, saddr, 16)
-		__array(u8, daddr, 16)
-		__field(s32, rule)
-		__field(u32, verdict)
-		__field(u32, len)
-		__field(u16, sport)
-		__field(u16, dport)
-		__field(u8, family)
-		__field(u8, proto)
-		__field(u8, dir)
+		__array(unsigned char, saddr, 16)
+		__array(unsigned char, daddr, 16)
+		__field(int, rule)
+		__field(unsigned int, verdict)
+		__field(unsigned int, len)
+		__field(unsigned short, sport)
+		__field(unsigned short, dport)
+		__field(unsigned char, family)
+		__field(unsigned char, proto)
+		__field(unsigned char, dir)
 	),
 	TP_fast_assign(
 		kml_filter_trace_addr(__entry->saddr, pkt->src, pkt->family);

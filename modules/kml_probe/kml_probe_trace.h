@@ -23,10 +23,10 @@ TRACE_EVENT(call,
 	TP_ARGS(func, duration_ns, ret, nargs, args),
 	TP_STRUCT__entry(
 		__string(func, func)
-		__field(u64, duration_ns)
-		__field(u64, ret)
-		__field(u32, nargs)
-		__array(u64, args, KML_PROBE_MAX_ARGS)
+		__field(unsigned long long, duration_ns)
+		__field(unsigned long long, ret)
+		__field(unsigned int, nargs)
+		__array(unsigned long long, args, KML_PROBE_MAX_ARGS)
 	),
 	TP_fast_assign(
 		kml_assign_str(func, func);

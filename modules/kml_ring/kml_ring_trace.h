@@ -19,10 +19,10 @@ TRACE_EVENT(record_lost,
 	TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
 	TP_ARGS(ring, type, size, lost),
 	TP_STRUCT__entry(
-		__field(u32, ring)
-		__field(u32, type)
-		__field(u32, size)
-		__field(u64, lost)
+		__field(unsigned int, ring)
+		__field(unsigned int, type)
+		__field(unsigned int, size)
+		__field(unsigned long long, lost)
 	),
 	TP_fast_assign(
 		__entry->ring = ring;
@@ -44,9 +44,9 @@ TRACE_EVENT(wakeup,
 	TP_PROTO(u32 ring, u64 head_now, bool reader),
 	TP_ARGS(ring, head_now, reader),
 	TP_STRUCT__entry(
-		__field(u64, head)
-		__field(u32, ring)
-		__field(u8, reader)
+		__field(unsigned long long, head)
+		__field(unsigned int, ring)
+		__field(unsigned char, reader)
 	),
 	TP_fast_assign(
 		__entry->head = head_now;

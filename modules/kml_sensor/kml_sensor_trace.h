@@ -9,6 +9,11 @@
  * of <trace/define_trace.h>, which builds the events from the same text.
  * So TRACE_SYSTEM sits outside the include guard, and the guard lets the
  * multi-read through.
+ *
+ * Fields have C's own types (unsigned int, not u32): the event's format
+ * file in tracefs names each type as written here, and a tool that reads
+ * it without the kernel's BTF type information (bpftrace on a kernel built
+ * without CONFIG_DEBUG_INFO_BTF, like the test kernel) knows only C's.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM kml_sensor
@@ -30,10 +35,10 @@ TRACE_EVENT(sample,
 	TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, bool injected),
 	TP_ARGS(channel, value_mc, seq, injected),
 	TP_STRUCT__entry(
-		__field(u32, channel)
-		__field(s32, value_mc)
-		__field(u64, seq)
-		__field(u8, injected)
+		__field(unsigned int, channel)
+		__field(int, value_mc)
+		__field(unsigned long long, seq)
+		__field(unsigned char, injected)
 	),
 	TP_fast_assign(
 		__entry->channel = channel;
@@ -52,12 +57,12 @@ TRACE_EVENT(alarm,
 		 s32 low_mc, s32 high_mc),
 	TP_ARGS(channel, value_mc, seq, zone, low_mc, high_mc),
 	TP_STRUCT__entry(
-		__field(u32, channel)
-		__field(s32, value_mc)
-		__field(u64, seq)
-		__field(u32, zone)
-		__field(s32, low_mc)
-		__field(s32, high_mc)
+		__field(unsigned int, channel)
+		__field(int, value_mc)
+		__field(unsigned long long, seq)
+		__field(unsigned int, zone)
+		__field(int, low_mc)
+		__field(int, high_mc)
 	),
 	TP_fast_assign(
 		__entry->channel = channel;

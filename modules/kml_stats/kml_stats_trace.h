@@ -21,7 +21,7 @@ TRACE_EVENT(reset,
 	TP_ARGS(set, nslots),
 	TP_STRUCT__entry(
 		__string(set, set)
-		__field(u32, nslots)
+		__field(unsigned int, nslots)
 	),
 	TP_fast_assign(
 		kml_assign_str(set, set);
