@@ -41,7 +41,8 @@ CLIENTS   := kml-stats kml-sensor kml-probe kml-ring kml-filter
 SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test \
 	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
-	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic
+	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
+	     test_kml_trace_parse
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
@@ -205,6 +206,11 @@ $(BUILD)/host/test_kml_stats_logic: selftests/host/test_kml_stats_logic.c \
 		modules/kml_stats/kml_stats_logic.c modules/kml_stats/kml_stats_logic.h
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_stats/kml_stats_logic.c
+
+$(BUILD)/host/test_kml_trace_parse: selftests/host/test_kml_trace_parse.c \
+		selftests/kml_trace.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $<
 
 $(BUILD)/host/test_kml_stats_client: selftests/host/test_kml_stats_client.c \
 		userspace/kml_stats_parse.c userspace/kml_stats_parse.h

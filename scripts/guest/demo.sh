@@ -117,6 +117,30 @@ fetch
 run ip netns exec kml-a "$bin/kml-filter" --json list
 run ip netns exec kml-a "$bin/kml-filter" add drop tcp dport 99999
 run "$bin/kml-stats" kml_filter
+
+echo
+echo "== tracing: the modules' tracepoints, and the kernel's own tools on them =="
+t=/sys/kernel/tracing
+[[ -e $t/instances ]] || mount -t tracefs nodev "$t"
+run cat "$t/events/kml_filter/verdict/format"
+if command -v perf > /dev/null; then
+	run perf list 'kml_sensor:*'
+	say "perf record -a -e kml_filter:verdict -- <GET from kml-b>; perf script"
+	perf record -q -a -e kml_filter:verdict -o /run/perf.data -- \
+		ip netns exec kml-b timeout 3 bash -c ': < /dev/tcp/10.99.0.1/8080' 2> /dev/null
+	perf script -i /run/perf.data 2> /dev/null | head -6
+fi
+say "echo 'hist:keys=rule,verdict:vals=hitcount,len if dport == 8080' > $t/events/kml_filter/verdict/trigger"
+echo 'hist:keys=rule,verdict:vals=hitcount,len if dport == 8080' > "$t/events/kml_filter/verdict/trigger"
+fetch
+fetch
+run cat "$t/events/kml_filter/verdict/hist"
+echo '!hist:keys=rule,verdict:vals=hitcount,len if dport == 8080' > "$t/events/kml_filter/verdict/trigger"
+if command -v bpftrace > /dev/null; then
+	say "bpftrace -e 'tracepoint:kml_sensor:sample { @[args->channel] = hist(args->value_mc); }' -c '/usr/bin/sleep 2'"
+	bpftrace -e 'tracepoint:kml_sensor:sample { @[args->channel] = hist(args->value_mc); }' \
+		-c '/usr/bin/sleep 2' 2>&1 | grep -v '^Attaching'
+fi
 kill "$web"
 wait "$web" 2> /dev/null
 ip netns del kml-a
