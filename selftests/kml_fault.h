@@ -102,6 +102,9 @@ static inline void kml_fault_exit(struct kml_fault *f)
  * or -errno when the kernel cannot inject (the caller SKIPs: a stock
  * kernel has no CONFIG_FAULT_INJECTION).
  */
+/* Logged when injection starts; must match scripts/vm-run.sh. */
+#define KML_FAULT_MARK "kmodlab: allocation-failure injection armed"
+
 static inline int kml_fault_init(struct kml_fault *f)
 {
 	int ret = 0;
@@ -118,6 +121,8 @@ static inline int kml_fault_init(struct kml_fault *f)
 		ret = kml_fault_knob(kml_fault_knobs[i][0], kml_fault_knobs[i][1]);
 	if (ret)
 		kml_fault_exit(f);
+	else	/* scripts/vm-run.sh: what follows may be the kernel's reaction */
+		kml_fault_knob("/dev/kmsg", KML_FAULT_MARK "\n");
 	return ret;
 }
 
