@@ -38,6 +38,7 @@
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
+#include "../kml_trace.h"
 #include <linux/kml_filter.h>
 #include "../../userspace/kml_filter_parse.h"
 
@@ -2268,6 +2269,421 @@ TEST_F_TIMEOUT(lo, fault_module_load, 900)
 	}
 	walk_report(_metadata, "finit_module", fired, absorbed, &tally);
 	kml_fault_exit(&f);
+}
+
+/*
+ * ---- the tracepoint kml_filter:verdict, read back through a trace
+ * instance of the test's own (../kml_trace.h) ----
+ *
+ * The event is global: it records the hooks of every namespace, A's and
+ * B's as well as the guest's own, so each check picks its packets by
+ * their fields (or a filter expression), never by the count of all
+ * events. B's set is empty unless a test adds to it: what B sends meets
+ * B's LOCAL_OUT policy (rule -1) before A's LOCAL_IN hook judges it.
+ */
+#define VERDICT	"events/kml_filter/verdict/"
+
+FIXTURE(trace) {
+	struct nets n;
+	int fa, fb;
+	struct kml_trace t;
+};
+
+FIXTURE_SETUP(trace)
+{
+	char name[64];
+	int ret;
+
+	self->fa = -1;
+	self->fb = -1;
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	ASSERT_EQ(0, setup_nets(&self->n)) TH_LOG("network namespace setup failed");
+	self->fa = ns_filter(&self->n, self->n.a);
+	self->fb = ns_filter(&self->n, self->n.b);
+	ASSERT_LE(0, self->fa);
+	ASSERT_LE(0, self->fb);
+	snprintf(name, sizeof(name), "kml_filter_test_%d", getpid());
+	ret = kml_trace_open(&self->t, name);
+	if (ret == -ENODEV)
+		SKIP(return, "kernel without tracing (no " KML_TRACEFS ")");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	EXPECT_EQ(0, kml_trace_close(&self->t));
+	close(self->fa);
+	close(self->fb);
+	close(self->n.a);
+	close(self->n.b);
+	close(self->n.orig);
+}
+
+/* One verdict event, as TP_printk() prints it. */
+struct verdict_ev {
+	char dir[4];		/* "in" or "out" */
+	int family;		/* 4 or 6 */
+	int proto;
+	char saddr[48], daddr[48];	/* IPv4 as ::ffff:a.b.c.d */
+	long sport, dport;
+	long long len, rule;
+	char verdict[8];	/* "accept" or "drop" */
+};
+
+/* "addr:port" (the address may hold colons): 0, or -EINVAL. */
+static int addr_port(char *tok, char *addr, size_t len, long *port)
+{
+	char *colon = strrchr(tok, ':'), *end;
+
+	if (!colon || colon == tok || (size_t)(colon - tok) >= len)
+		return -EINVAL;
+	*colon = '\0';
+	snprintf(addr, len, "%s", tok);
+	*port = strtol(colon + 1, &end, 10);
+	return end == colon + 1 || *end ? -EINVAL : 0;
+}
+
+/*
+ * The event on the line at @line, in the format
+ * "<in|out> ipv<family> proto=<n> <saddr>:<sport> > <daddr>:<dport>
+ * len=<n> rule=<n> verdict=<accept|drop>": 0, or -EINVAL.
+ */
+static int verdict_parse(const char *line, struct verdict_ev *e)
+{
+	static const char tag[] = ": verdict: ";
+	const char *eol = strchr(line, '\n'), *p = strstr(line, tag);
+	char buf[256], src[80], dst[80];
+	size_t n;
+	int end = 0;
+
+	if (!p || (eol && p > eol))
+		return -EINVAL;
+	p += sizeof(tag) - 1;
+	n = eol ? (size_t)(eol - p) : strlen(p);
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	memset(e, 0, sizeof(*e));
+	if (sscanf(buf, "%3s ipv%d proto=%d %79s > %79s len=%lld rule=%lld verdict=%7s%n",
+		   e->dir, &e->family, &e->proto, src, dst, &e->len, &e->rule,
+		   e->verdict, &end) != 8 || buf[end])
+		return -EINVAL;
+	if (strcmp(e->dir, "in") && strcmp(e->dir, "out"))
+		return -EINVAL;
+	if (strcmp(e->verdict, "accept") && strcmp(e->verdict, "drop"))
+		return -EINVAL;
+	if (addr_port(src, e->saddr, sizeof(e->saddr), &e->sport) ||
+	    addr_port(dst, e->daddr, sizeof(e->daddr), &e->dport))
+		return -EINVAL;
+	return 0;
+}
+
+/* What picks events: a NULL string or a negative number matches any. */
+struct ev_match {
+	const char *dir;
+	int family, proto;
+	long dport;
+	const char *saddr, *daddr;
+};
+
+/*
+ * The @nth (from 0) verdict event of @text that @m matches, in @e:
+ * 0, -ENOENT if there are fewer, -EINVAL if a line does not parse.
+ */
+static int ev_find(const char *text, const struct ev_match *m, int nth,
+		   struct verdict_ev *e)
+{
+	const char *line;
+	int i;
+
+	for (i = 0; (line = kml_trace_line(text, "verdict", i)); i++) {
+		if (verdict_parse(line, e))
+			return -EINVAL;
+		if ((m->dir && strcmp(m->dir, e->dir)) ||
+		    (m->family >= 0 && m->family != e->family) ||
+		    (m->proto >= 0 && m->proto != e->proto) ||
+		    (m->dport >= 0 && m->dport != e->dport) ||
+		    (m->saddr && strcmp(m->saddr, e->saddr)) ||
+		    (m->daddr && strcmp(m->daddr, e->daddr)))
+			continue;
+		if (nth-- == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* How many verdict events of @text @m matches; -1 if a line does not parse. */
+static int ev_count(const char *text, const struct ev_match *m)
+{
+	struct verdict_ev e;
+	int n = 0, ret;
+
+	while (!(ret = ev_find(text, m, n, &e)))
+		n++;
+	return ret == -ENOENT ? n : -1;
+}
+
+/* The local port of socket @s, or -1. */
+static long local_port(int s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(s, (struct sockaddr *)&ss, &len))
+		return -1;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+TEST_F_TIMEOUT(trace, verdict_fields, 120)
+{
+	const struct ev_match drop_out = {
+		"out", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
+	}, drop_in = {
+		"in", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
+	}, pass_out = {
+		"out", -1, IPPROTO_UDP, PORT_UDP + 1, NULL, NULL,
+	}, pass_in = {
+		"in", -1, IPPROTO_UDP, PORT_UDP + 1, NULL, NULL,
+	}, ping_out = {
+		"out", -1, IPPROTO_ICMP, -1, "::ffff:10.99.0.2", "::ffff:10.99.0.1",
+	}, ping_in = {
+		"in", -1, IPPROTO_ICMP, -1, "::ffff:10.99.0.2", "::ffff:10.99.0.1",
+	};
+	int rx1, tx1, rx2, tx2;
+	long sport1, sport2;
+	char buf[100] = { 0 };
+	struct verdict_ev e;
+	char *text;
+
+	/* B's own rule 0 drops, on B's way out, what it sends to PORT_UDP */
+	ASSERT_EQ(0, add_rule(self->fb, "drop out udp dport 9000"));
+	ASSERT_EQ(0, udp_pair(&self->n, 0, PORT_UDP, &rx1, &tx1));
+	ASSERT_EQ(0, udp_pair(&self->n, 0, PORT_UDP + 1, &rx2, &tx2));
+	sport1 = local_port(tx1);
+	sport2 = local_port(tx2);
+	ASSERT_LT(0, sport1);
+	ASSERT_LT(0, sport2);
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "enable", "1"));
+	/* LOCAL_OUT runs in send(): the drop is its error */
+	EXPECT_EQ(-1, send(tx1, buf, sizeof(buf), 0));
+	EXPECT_EQ(EPERM, errno);
+	/* the policy's, in B and in A: once it arrived, both hooks ran */
+	ASSERT_EQ(100, send(tx2, buf, sizeof(buf), 0));
+	ASSERT_EQ(1, udp_collect(rx2, 1, 0));
+	ASSERT_EQ(1, pings(&self->n, 0, SLOW_MS));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+
+	ASSERT_EQ(1, ev_count(text, &drop_out)) TH_LOG("%s", text);
+	ASSERT_EQ(0, ev_find(text, &drop_out, 0, &e));
+	EXPECT_EQ(4, e.family);
+	EXPECT_STREQ("::ffff:10.99.0.2", e.saddr);
+	EXPECT_EQ(sport1, e.sport);
+	EXPECT_STREQ("::ffff:10.99.0.1", e.daddr);
+	EXPECT_EQ(20 + 8 + 100, e.len);		/* from the IP header */
+	EXPECT_EQ(0, e.rule);
+	EXPECT_STREQ("drop", e.verdict);
+	/* dropped in B, it never reached A's hook */
+	EXPECT_EQ(0, ev_count(text, &drop_in)) TH_LOG("%s", text);
+
+	ASSERT_EQ(1, ev_count(text, &pass_out)) TH_LOG("%s", text);
+	ASSERT_EQ(1, ev_count(text, &pass_in)) TH_LOG("%s", text);
+	for (int k = 0; k < 2; k++) {
+		ASSERT_EQ(0, ev_find(text, k ? &pass_in : &pass_out, 0, &e));
+		EXPECT_EQ(4, e.family);
+		EXPECT_STREQ("::ffff:10.99.0.2", e.saddr);
+		EXPECT_EQ(sport2, e.sport);
+		EXPECT_STREQ("::ffff:10.99.0.1", e.daddr);
+		EXPECT_EQ(20 + 8 + 100, e.len);
+		EXPECT_EQ(-1, e.rule);
+		EXPECT_STREQ("accept", e.verdict);
+	}
+
+	/* one echo request, out of B and into A: ICMP has no ports */
+	ASSERT_EQ(1, ev_count(text, &ping_out)) TH_LOG("%s", text);
+	ASSERT_EQ(1, ev_count(text, &ping_in)) TH_LOG("%s", text);
+	for (int k = 0; k < 2; k++) {
+		ASSERT_EQ(0, ev_find(text, k ? &ping_in : &ping_out, 0, &e));
+		EXPECT_EQ(4, e.family);
+		EXPECT_EQ(0, e.sport);
+		EXPECT_EQ(0, e.dport);
+		EXPECT_EQ(20 + 64, e.len);
+		EXPECT_EQ(-1, e.rule);
+		EXPECT_STREQ("accept", e.verdict);
+	}
+	free(text);
+	close(rx1);
+	close(tx1);
+	close(rx2);
+	close(tx2);
+}
+
+TEST_F_TIMEOUT(trace, filter_expression, 120)
+{
+	const struct ev_match out = { "out", -1, -1, -1, NULL, NULL };
+	const struct ev_match v6 = { NULL, 6, -1, -1, NULL, NULL };
+	struct verdict_ev e;
+	const char *line;
+	char *text;
+	int i;
+
+	/* a field the event does not have is refused */
+	EXPECT_EQ(-EINVAL, kml_trace_set(&self->t, VERDICT "filter", "port == 9000"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "filter",
+				   "dport == 9000 && proto == 17"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "enable", "1"));
+	/* what the filter leaves out: another port, TCP to the port, ICMP */
+	ASSERT_EQ(5, udp_through(&self->n, 0, PORT_UDP + 1, 5, 5));
+	ASSERT_EQ(1, tcp_connects(&self->n, 0, PORT_UDP, SLOW_MS));
+	ASSERT_EQ(1, pings(&self->n, 0, SLOW_MS));
+	/* what it keeps: each datagram crossed B's hook, then A's */
+	ASSERT_EQ(7, udp_through(&self->n, 0, PORT_UDP, 7, 7));
+	ASSERT_EQ(4, udp_through(&self->n, 1, PORT_UDP, 4, 4));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(2 * (7 + 4), kml_trace_count(text, "verdict")) TH_LOG("%s", text);
+	for (i = 0; (line = kml_trace_line(text, "verdict", i)); i++) {
+		ASSERT_EQ(0, verdict_parse(line, &e)) TH_LOG("%.200s", line);
+		EXPECT_EQ(PORT_UDP, e.dport);
+		EXPECT_EQ(IPPROTO_UDP, e.proto);
+	}
+	EXPECT_EQ(7 + 4, ev_count(text, &out));
+	EXPECT_EQ(2 * 4, ev_count(text, &v6));
+	free(text);
+}
+
+/*
+ * Per-rule counts from a histogram trigger. A's rule 0 accepts IPv4, its
+ * rule 1 drops IPv6, and B's policy lets all of them out: three keys, with
+ * exactly the datagrams sent (the trigger's filter leaves the rest out).
+ * The key rule is an s32, which the histogram prints as a u64: -1 reads
+ * 18446744073709551615.
+ */
+TEST_F_TIMEOUT(trace, hist_trigger_by_rule, 120)
+{
+	const char *trig = "hist:keys=rule,verdict:vals=hitcount:sort=rule if dport == 9000";
+	unsigned long long rule, verdict, hits, seen = 0;
+	unsigned long long policy = 0, accepted = 0, dropped = 0;
+	const char *p;
+	char *hist;
+	int n;
+
+	ASSERT_EQ(0, add_rule(self->fa, "accept in ipv4 udp dport 9000"));
+	ASSERT_EQ(0, add_rule(self->fa, "drop in ipv6 udp dport 9000"));
+	/* needs CONFIG_HIST_TRIGGERS; the event need not be enabled */
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "trigger", trig));
+	ASSERT_EQ(7, udp_through(&self->n, 0, PORT_UDP, 7, 7));
+	ASSERT_EQ(0, udp_through(&self->n, 1, PORT_UDP, 4, 0));
+	/* a rule counts a packet after its event: all 4 are in the map */
+	ASSERT_EQ(4, rule_packets(self->fa, 1, 4));
+	hist = kml_trace_get(&self->t, VERDICT "hist");
+	ASSERT_NE(NULL, hist);
+	for (p = hist; (p = strstr(p, "{ rule:")); p++) {
+		n = sscanf(p, "{ rule: %llu, verdict: %llu } hitcount: %llu",
+			   &rule, &verdict, &hits);
+		ASSERT_EQ(3, n) TH_LOG("%s", hist);
+		seen++;
+		if ((long long)rule == -1 && verdict == KML_FILTER_ACCEPT)
+			policy = hits;
+		else if (rule == 0 && verdict == KML_FILTER_ACCEPT)
+			accepted = hits;
+		else if (rule == 1 && verdict == KML_FILTER_DROP)
+			dropped = hits;
+		else
+			TH_LOG("unexpected key: rule %lld verdict %llu",
+			       (long long)rule, verdict);
+	}
+	EXPECT_EQ(3, seen) TH_LOG("%s", hist);
+	EXPECT_EQ(7 + 4, policy);	/* B's LOCAL_OUT */
+	EXPECT_EQ(7, accepted);		/* A's LOCAL_IN */
+	EXPECT_EQ(4, dropped);
+	free(hist);
+}
+
+TEST_F_TIMEOUT(trace, ipv6, 120)
+{
+	const struct ev_match out = {
+		"out", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
+	}, in = {
+		"in", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
+	}, ping_out = {
+		"out", -1, IPPROTO_ICMPV6, -1, "fd99::2", "fd99::1",
+	}, ping_in = {
+		"in", -1, IPPROTO_ICMPV6, -1, "fd99::2", "fd99::1",
+	};
+	struct verdict_ev e;
+	int rx, tx, i, k;
+	long sport;
+	char *text;
+
+	/* A's rule 1 takes them in: an index that is not 0 */
+	ASSERT_EQ(0, add_rule(self->fa, "accept in ipv4"));
+	ASSERT_EQ(0, add_rule(self->fa, "accept in ipv6 udp dport 9000"));
+	ASSERT_EQ(0, udp_pair(&self->n, 1, PORT_UDP, &rx, &tx));
+	sport = local_port(tx);
+	ASSERT_LT(0, sport);
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "enable", "1"));
+	ASSERT_EQ(3, udp_send(tx, 3, 100));
+	ASSERT_EQ(3, udp_collect(rx, 3, 0));
+	ASSERT_EQ(1, pings(&self->n, 1, SLOW_MS));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+
+	EXPECT_EQ(3, ev_count(text, &out)) TH_LOG("%s", text);
+	EXPECT_EQ(3, ev_count(text, &in)) TH_LOG("%s", text);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; !ev_find(text, k ? &in : &out, i, &e); i++) {
+			EXPECT_EQ(6, e.family);
+			EXPECT_STREQ("fd99::2", e.saddr);
+			EXPECT_EQ(sport, e.sport);
+			EXPECT_STREQ("fd99::1", e.daddr);
+			EXPECT_EQ(40 + 8 + 100, e.len);
+			EXPECT_EQ(k ? 1 : -1, e.rule);
+			EXPECT_STREQ("accept", e.verdict);
+		}
+	}
+	EXPECT_EQ(1, ev_count(text, &ping_out)) TH_LOG("%s", text);
+	EXPECT_EQ(1, ev_count(text, &ping_in)) TH_LOG("%s", text);
+	for (k = 0; k < 2; k++) {
+		ASSERT_EQ(0, ev_find(text, k ? &ping_in : &ping_out, 0, &e));
+		EXPECT_EQ(6, e.family);
+		EXPECT_EQ(0, e.sport);
+		EXPECT_EQ(0, e.dport);
+		EXPECT_EQ(40 + 64, e.len);
+		EXPECT_EQ(-1, e.rule);
+	}
+	free(text);
+	close(rx);
+	close(tx);
+}
+
+TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled, 120)
+{
+	const struct ev_match before = { NULL, -1, -1, PORT_UDP, NULL, NULL };
+	const struct ev_match during = { NULL, -1, -1, PORT_UDP + 1, NULL, NULL };
+	const struct ev_match after = { NULL, -1, -1, PORT_UDP + 2, NULL, NULL };
+	char *text;
+
+	ASSERT_EQ(5, udp_through(&self->n, 0, PORT_UDP, 5, 5));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(NULL, strstr(text, "verdict")) TH_LOG("%s", text);
+	free(text);
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "enable", "1"));
+	ASSERT_EQ(3, udp_through(&self->n, 0, PORT_UDP + 1, 3, 3));
+	ASSERT_EQ(0, kml_trace_set(&self->t, VERDICT "enable", "0"));
+	ASSERT_EQ(4, udp_through(&self->n, 0, PORT_UDP + 2, 4, 4));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, ev_count(text, &before)) TH_LOG("%s", text);
+	EXPECT_EQ(2 * 3, ev_count(text, &during)) TH_LOG("%s", text);
+	EXPECT_EQ(0, ev_count(text, &after)) TH_LOG("%s", text);
+	free(text);
 }
 
 TEST_HARNESS_MAIN

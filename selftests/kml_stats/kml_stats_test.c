@@ -22,6 +22,7 @@
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
+#include "../kml_trace.h"
 #include "../../userspace/kml_stats_parse.h"
 
 #define STATS	"/proc/kmodlab/stats"
@@ -1140,6 +1141,253 @@ TEST(client_reset_and_errors)
 	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "kml_stats is not loaded")) TH_LOG("%s", out);
 	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", ""));
+}
+
+/*
+ * ---- the tracepoint kml_stats:reset, read back through a trace instance
+ * of the test's own (../kml_trace.h) ----
+ */
+#define RESET_EV	"events/kml_stats/reset/"
+
+/* kml_stats' users, which pin it: unloaded (if loaded) before it. */
+static int unload_users(void)
+{
+	static const char *const users[] = {
+		"kml_stats_apitest", "kml_ring_apitest", "kml_ring", "kml_probe",
+		"kml_sensor", "kml_filter",
+	};
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(users); i++) {
+		ret = kml_unload(users[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+FIXTURE(trace) {
+	struct kml_trace t;
+};
+
+FIXTURE_SETUP(trace)
+{
+	char name[64];
+	int ret;
+
+	ASSERT_EQ(0, unload_users());
+	ASSERT_EQ(0, reload_stats("demo_counters=5"));
+	snprintf(name, sizeof(name), "kml_stats_test_%d", getpid());
+	ret = kml_trace_open(&self->t, name);
+	if (ret == -ENODEV)
+		SKIP(return, "kernel without tracing (no " KML_TRACEFS ")");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	EXPECT_EQ(0, kml_trace_close(&self->t));
+}
+
+#define MAX_SETS	8
+
+/*
+ * The sets of the stats file, in its order (which is the order of
+ * registration), and the slots each owns: one per counter, and per
+ * histogram one per bucket and one for its sum. The number of sets, or
+ * -1.
+ */
+static int sets_of(char name[][KML_STATS_NAME_MAX + 1], long long *slots)
+{
+	struct kml_snapshot s;
+	size_t i;
+	int n = 0;
+
+	if (snap(&s))
+		return -1;
+	for (i = 0; i < s.n && n >= 0; i++) {
+		const struct kml_rec *r = &s.recs[i];
+
+		if (!n || strcmp(name[n - 1], r->set)) {
+			if (n == MAX_SETS) {
+				n = -1;
+				break;
+			}
+			snprintf(name[n], sizeof(name[n]), "%s", r->set);
+			slots[n++] = 0;
+		}
+		slots[n - 1] += r->type == KML_REC_HIST ? KML_STATS_HIST_BUCKETS + 1 : 1;
+	}
+	kml_snapshot_free(&s);
+	return n;
+}
+
+/* The pid of a trace line ("<comm>-<pid> [<cpu>] ..."), or -1. */
+static long line_pid(const char *line)
+{
+	const char *eol = strchr(line, '\n'), *p = strstr(line, " ["), *end;
+
+	if (!p || (eol && p > eol))
+		return -1;
+	while (p > line && p[-1] == ' ')
+		p--;
+	end = p;
+	while (p > line && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == end || p == line || p[-1] != '-')
+		return -1;
+	return strtol(p, NULL, 10);
+}
+
+/* The set and nslots of the @nth reset event of @text: 0, or -ENOENT. */
+static int reset_nth(const char *text, int nth, char *set, size_t len,
+		     long long *nslots)
+{
+	const char *line = kml_trace_line(text, "reset", nth);
+
+	if (!line || kml_trace_str(line, "set", set, len) ||
+	    kml_trace_field(line, "nslots", nslots))
+		return -ENOENT;
+	return 0;
+}
+
+TEST_F(trace, reset_event)
+{
+	char name[MAX_SETS][KML_STATS_NAME_MAX + 1], set[64];
+	long long slots[MAX_SETS], nslots;
+	int i, n, demo = -1, status;
+	char *text;
+	pid_t pid;
+
+	n = sets_of(name, slots);
+	ASSERT_LE(2, n);	/* kml_stats' own and demo */
+	/* 5 counters and a histogram: not the slots of kml_stats' own set */
+	for (i = 0; i < n; i++)
+		if (!strcmp(name[i], "demo"))
+			demo = i;
+	ASSERT_LE(0, demo);
+	EXPECT_EQ(5 + KML_STATS_HIST_BUCKETS + 1, slots[demo]);
+	ASSERT_EQ(0, kml_trace_set(&self->t, RESET_EV "enable", "1"));
+
+	/* Refused: nothing is reset, so nothing is recorded. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		fd = open(CONTROL, O_WRONLY);
+		if (fd < 0)
+			_exit(11);
+		if (write(fd, "reset demo", 10) != -1 || errno != EPERM)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(-ENOENT, write_str(CONTROL, "reset nosuchset", 15));
+	EXPECT_EQ(-EINVAL, write_str(CONTROL, "reset  demo", 11));
+	EXPECT_EQ(-EINVAL, write_str(CONTROL, "bogus", 5));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	free(text);
+
+	/* One set: one event, by the writer (common_pid). */
+	ASSERT_EQ(0, write_str(CONTROL, "reset demo\n", 11));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(1, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	ASSERT_EQ(0, reset_nth(text, 0, set, sizeof(set), &nslots));
+	EXPECT_STREQ("demo", set);
+	EXPECT_EQ(slots[demo], nslots);
+	EXPECT_EQ(getpid(), line_pid(kml_trace_line(text, "reset", 0)))
+		TH_LOG("%s", text);
+	free(text);
+
+	/* Every set: one event each, in the order of the list. */
+	ASSERT_EQ(0, kml_trace_clear(&self->t));
+	ASSERT_EQ(0, write_str(CONTROL, "reset", 5));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(n, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, reset_nth(text, i, set, sizeof(set), &nslots));
+		EXPECT_STREQ(name[i], set);
+		EXPECT_EQ(slots[i], nslots) TH_LOG("set %s", name[i]);
+	}
+	free(text);
+}
+
+/*
+ * kml_stats_reset() from another module: kml_stats_apitest resets its
+ * set "apitest" (a counter and a histogram) once while it loads.
+ */
+TEST_F(trace, reset_event_from_another_module)
+{
+	char set[64], *text;
+	long long nslots;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, RESET_EV "enable", "1"));
+	ASSERT_EQ(0, kml_load("modules/tests/kml_stats_apitest.ko", ""))
+		TH_LOG("see the guest's dmesg for the failed check");
+	EXPECT_EQ(0, kml_unload("kml_stats_apitest"));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(1, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	ASSERT_EQ(0, reset_nth(text, 0, set, sizeof(set), &nslots));
+	EXPECT_STREQ("apitest", set);
+	EXPECT_EQ(1 + KML_STATS_HIST_BUCKETS + 1, nslots);
+	free(text);
+}
+
+static bool top_lists(const char *what)
+{
+	struct kml_trace top = { .dir = KML_TRACEFS };
+	char *all = kml_trace_get(&top, "available_events");
+	bool found = all && strstr(all, what);
+
+	free(all);
+	return found;
+}
+
+TEST_F(trace, events_come_and_go_with_the_module)
+{
+	char *en, *text;
+
+	EXPECT_TRUE(top_lists("kml_stats:reset\n"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, RESET_EV "enable", "1"));
+	/* An enabled event does not pin the module: rmmod removes it. */
+	ASSERT_EQ(0, unload_users());
+	ASSERT_EQ(0, kml_unload("kml_stats"));
+	EXPECT_FALSE(top_lists("kml_stats:"));
+	en = kml_trace_get(&self->t, RESET_EV "enable");
+	EXPECT_EQ(NULL, en);
+	free(en);
+	EXPECT_EQ(-ENOENT, kml_trace_set(&self->t, RESET_EV "enable", "1"));
+
+	/* Back with the module, and off: nothing carries over. */
+	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", "demo_counters=5"));
+	EXPECT_TRUE(top_lists("kml_stats:reset\n"));
+	en = kml_trace_get(&self->t, RESET_EV "enable");
+	ASSERT_NE(NULL, en);
+	EXPECT_STREQ("0\n", en);
+	free(en);
+	ASSERT_EQ(0, write_str(CONTROL, "reset demo", 10));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	free(text);
+	/* and it works when enabled again */
+	ASSERT_EQ(0, kml_trace_set(&self->t, RESET_EV "enable", "1"));
+	ASSERT_EQ(0, write_str(CONTROL, "reset demo", 10));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(1, kml_trace_count(text, "reset")) TH_LOG("%s", text);
+	free(text);
 }
 
 TEST_HARNESS_MAIN
