@@ -86,19 +86,24 @@ static inline int kml_trace_open(struct kml_trace *t, const char *name)
 /*
  * Writes @val to @file of the instance: 0 or -errno (a bad filter or
  * trigger is -EINVAL). Triggers are remembered and removed by close:
- * an instance whose events have triggers cannot be removed.
+ * an instance whose events have triggers cannot be removed. So one that
+ * could not be remembered (too many, or too long) is not set: -ENOSPC.
  */
 static inline int kml_trace_set(struct kml_trace *t, const char *file,
 				const char *val)
 {
 	char path[512];
 	size_t len = strlen(file);
+	int trig = len > 8 && !strcmp(file + len - 8, "/trigger") &&
+		   val[0] != '!';
 	int ret;
 
+	if (trig && (t->ntrig == KML_TRACE_MAX_TRIGGERS ||
+		     strlen(val) + 2 > sizeof(t->trig_val[0])))
+		return -ENOSPC;
 	snprintf(path, sizeof(path), "%s/%s", t->dir, file);
 	ret = kml_trace_write_path(path, val);
-	if (!ret && len > 8 && !strcmp(file + len - 8, "/trigger") &&
-	    val[0] != '!' && t->ntrig < KML_TRACE_MAX_TRIGGERS) {
+	if (!ret && trig) {
 		snprintf(t->trig_file[t->ntrig], sizeof(t->trig_file[0]), "%s",
 			 path);
 		snprintf(t->trig_val[t->ntrig], sizeof(t->trig_val[0]), "!%s",
@@ -182,7 +187,8 @@ static inline int kml_trace_count(const char *text, const char *event)
 
 /*
  * The value of "key=value" on the line starting at @line: its text
- * (up to a blank, at most @len - 1 bytes) in @val. 0, or -ENOENT.
+ * (up to a blank, at most @len - 1 bytes) in @val. 0, or -ENOENT (and
+ * @val empty: a caller that checks it after a failure reads "").
  */
 static inline int kml_trace_str(const char *line, const char *key, char *val,
 				size_t len)
@@ -190,6 +196,7 @@ static inline int kml_trace_str(const char *line, const char *key, char *val,
 	const char *eol = strchr(line, '\n'), *p = line;
 	size_t klen = strlen(key), n = 0;
 
+	val[0] = '\0';
 	if (!eol)
 		eol = line + strlen(line);
 	while ((p = strstr(p, key)) && p < eol) {

@@ -33,6 +33,7 @@
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
+#include "../kml_trace.h"
 
 #define DEV	KML_PROBE_DEVICE
 #define TARGET	"kml_probe_target"
@@ -1667,6 +1668,435 @@ TEST_F_TIMEOUT(probe_text, get_while_probing_its_own_path, 300)
 		detach(self->fd, funcs[i]);
 	ASSERT_EQ(0, list(self->fd, &l));
 	EXPECT_EQ(0, l.count);
+}
+
+/*
+ * ---- tracepoint kml_probe:call, read back through a trace instance of
+ * the test's own (../kml_trace.h) ----
+ *
+ * The test process is pinned to CPU 0 and is the only caller of what it
+ * probes: every event lands in one per-CPU buffer, in the order the calls
+ * returned, and no probe is planted in text another vCPU runs meanwhile
+ * (so, like fixture probe and unlike probe_text, they need no
+ * one-TCG-thread guest).
+ */
+#define CHECK_CALL	"kml_probe_check_call"	/* once per CALL ioctl, returns 0 */
+
+FIXTURE(trace) {
+	int fd;
+	struct kml_trace t;
+	struct kml_trace all;	/* a second instance, for a test that compares */
+};
+
+FIXTURE_SETUP(trace)
+{
+	char name[64];
+	cpu_set_t set;
+	int ret;
+
+	self->fd = -1;
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	ASSERT_EQ(0, reload_probe());
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+	snprintf(name, sizeof(name), "kml_probe_test_%d", getpid());
+	ret = kml_trace_open(&self->t, name);
+	if (ret == -ENODEV)
+		SKIP(return, "kernel without tracing (no " KML_TRACEFS ")");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	EXPECT_EQ(0, kml_trace_close(&self->all));
+	EXPECT_EQ(0, kml_trace_close(&self->t));
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* One kml_probe:call event, as the trace file prints it. */
+struct call_ev {
+	char func[KML_PROBE_FUNC_LEN];
+	char args[160];		/* "{0x1,0x2}" */
+	long long duration_ns, ret, nargs;
+};
+
+/* The @nth call event of @text: 0, -ENOENT if there are fewer, or -EINVAL. */
+static int call_ev(const char *text, int nth, struct call_ev *e)
+{
+	const char *line = kml_trace_line(text, "call", nth);
+
+	if (!line)
+		return -ENOENT;
+	if (kml_trace_str(line, "func", e->func, sizeof(e->func)) ||
+	    kml_trace_str(line, "args", e->args, sizeof(e->args)) ||
+	    kml_trace_field(line, "duration_ns", &e->duration_ns) ||
+	    kml_trace_field(line, "ret", &e->ret) ||
+	    kml_trace_field(line, "nargs", &e->nargs))
+		return -EINVAL;
+	return 0;
+}
+
+/* @n values as the event prints its args: "{0x3e8,0x0}". */
+static const char *args_str(char *buf, size_t len, const uint64_t *a,
+			    unsigned int n)
+{
+	size_t used = snprintf(buf, len, "{");
+
+	for (unsigned int i = 0; i < n && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s0x%llx", i ? "," : "",
+				 (unsigned long long)a[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, "}");
+	return buf;
+}
+
+TEST_F_TIMEOUT(trace, call_fields, 300)
+{
+	/* Arguments tell the calls apart; the last one nests twice. */
+	static const struct {
+		uint64_t arg, delay;
+		uint32_t depth;
+	} calls[] = {
+		{ 1000, 300000, 0 }, { 2000, 100000, 0 }, { 3000, 200000, 0 },
+		{ 4000, 100000, 2 },
+	};
+	const unsigned int ncalls = ARRAY_SIZE(calls);
+	uint64_t sum = 0, min = UINT64_MAX, max = 0, ns, a[3] = { 0 };
+	double t0, window_ns[ARRAY_SIZE(calls)];
+	struct kml_probe_result r;
+	unsigned int n = 0;
+	struct call_ev e;
+	char want[160];
+	char *text;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 3));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	for (unsigned int i = 0; i < ncalls; i++) {
+		t0 = now_s();
+		ASSERT_EQ(0, call(self->fd, calls[i].arg, 1, calls[i].depth, calls[i].delay));
+		window_ns[i] = (now_s() - t0) * 1e9;
+	}
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+
+	/*
+	 * One event per call, at its return: a nest's innermost call
+	 * (depth argument 0) first. Each lasts at least its busy-waits and
+	 * at most the caller's whole CALL (the same monotonic clock).
+	 */
+	for (unsigned int i = 0; i < ncalls; i++) {
+		for (uint32_t d = 0; d <= calls[i].depth; d++, n++) {
+			a[0] = calls[i].arg;
+			a[1] = d;
+			a[2] = calls[i].delay;
+			ASSERT_EQ(0, call_ev(text, n, &e)) TH_LOG("event %u in:\n%s", n, text);
+			EXPECT_STREQ(TARGET, e.func);
+			EXPECT_EQ(3, e.nargs);
+			EXPECT_STREQ(args_str(want, sizeof(want), a, 3), e.args);
+			EXPECT_EQ(calls[i].arg + d, (uint64_t)e.ret);
+			EXPECT_GE((uint64_t)e.duration_ns, (d + 1) * calls[i].delay)
+				TH_LOG("event %u: shorter than its busy-waits", n);
+			/* 1 us of slack for the double's rounding, none for the clock. */
+			EXPECT_LE((double)e.duration_ns, window_ns[i] + 1000)
+				TH_LOG("event %u: %lld ns, longer than its CALL (%.0f ns)",
+				       n, e.duration_ns, window_ns[i]);
+			ns = e.duration_ns;
+			sum += ns;
+			min = ns < min ? ns : min;
+			max = ns > max ? ns : max;
+		}
+	}
+	EXPECT_EQ(-ENOENT, call_ev(text, n, &e)) TH_LOG("more events than calls:\n%s", text);
+
+	/* The very calls GET counts, to the nanosecond. */
+	EXPECT_EQ(6, n);
+	EXPECT_EQ(n, r.count);
+	EXPECT_EQ(0, r.nmissed);
+	EXPECT_EQ(sum, r.sum_ns);
+	EXPECT_EQ(min, r.min_ns);
+	EXPECT_EQ(max, r.max_ns);
+	/* The outermost call of the nest returned last: GET's last call. */
+	EXPECT_EQ(a[0], r.last_args[0]);
+	EXPECT_EQ(a[1], r.last_args[1]);
+	EXPECT_EQ(a[2], r.last_args[2]);
+	EXPECT_EQ(calls[ncalls - 1].arg + calls[ncalls - 1].depth, r.last_ret);
+	free(text);
+}
+
+TEST_F_TIMEOUT(trace, filter_on_func_and_ret, 300)
+{
+	unsigned int got2000 = 0, got2001 = 0, got2999 = 0;
+	struct kml_probe_result r;
+	struct call_ev e;
+	char *text;
+	int n;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 1));
+	ASSERT_EQ(0, attach(self->fd, CHECK_CALL, 0, 0));
+	/*
+	 * A field the event does not have is refused (first: a refused
+	 * filter replaces the one before it, and filters nothing).
+	 */
+	EXPECT_EQ(-EINVAL, kml_trace_set(&self->t, "events/kml_probe/call/filter",
+					 "latency_ns > 3"));
+	/* The kernel evaluates the filter before anything is recorded. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/filter",
+				   "func == \"" TARGET "\" && ret >= 2000 && ret < 3000"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	ASSERT_EQ(0, call(self->fd, 1000, 2, 1, 0));	/* ret 1000, 1001: out */
+	ASSERT_EQ(0, call(self->fd, 2000, 3, 1, 0));	/* ret 2000, 2001: in */
+	ASSERT_EQ(0, call(self->fd, 2999, 1, 1, 0));	/* ret 2999 in, 3000 out */
+	ASSERT_EQ(0, call(self->fd, 3000, 1, 0, 0));	/* ret 3000: out */
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(7, kml_trace_count(text, "call")) TH_LOG("%s", text);
+	for (n = 0; !call_ev(text, n, &e); n++) {
+		EXPECT_STREQ(TARGET, e.func);
+		if (e.ret == 2000 || e.ret == 2001) {
+			EXPECT_STREQ("{0x7d0}", e.args);	/* 2000 */
+			got2000 += e.ret == 2000;
+			got2001 += e.ret == 2001;
+		} else {
+			EXPECT_EQ(2999, e.ret);
+			EXPECT_STREQ("{0xbb7}", e.args);	/* 2999 */
+			got2999++;
+		}
+	}
+	EXPECT_EQ(3, got2000);
+	EXPECT_EQ(3, got2001);
+	EXPECT_EQ(1, got2999);
+	free(text);
+	/* Measured all the same: the filter only keeps them out of the trace. */
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(13, r.count);
+	ASSERT_EQ(0, get(self->fd, CHECK_CALL, &r));
+	EXPECT_EQ(4, r.count);
+
+	/* A glob on the name picks the other probe alone. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/filter",
+				   "func ~ \"kml_probe_check_*\""));
+	ASSERT_EQ(0, kml_trace_clear(&self->t));
+	ASSERT_EQ(0, call(self->fd, 5, 2, 1, 0));
+	ASSERT_EQ(0, call(self->fd, 6, 1, 0, 0));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(2, kml_trace_count(text, "call")) TH_LOG("%s", text);
+	for (n = 0; !call_ev(text, n, &e); n++) {
+		EXPECT_STREQ(CHECK_CALL, e.func);
+		EXPECT_EQ(0, e.nargs);
+		EXPECT_STREQ("{}", e.args);
+		EXPECT_EQ(0, e.ret);
+	}
+	free(text);
+}
+
+/*
+ * A filter on the duration, checked against a second, unfiltered
+ * instance that saw the same calls: it keeps exactly the events at or
+ * above the threshold, whatever the host's speed made of the short calls,
+ * and the long ones (a 2 ms busy-wait, never shorter) are always there.
+ */
+TEST_F_TIMEOUT(trace, filter_on_duration_agrees_with_an_unfiltered_trace, 300)
+{
+	const long long threshold = 1000000, long_delay = 2000000;
+	struct call_ev e, f;
+	char name[64], want[32];
+	char *all, *text;
+	int kept = 0, i;
+
+	snprintf(name, sizeof(name), "kml_probe_test_%d_all", getpid());
+	ASSERT_EQ(0, kml_trace_open(&self->all, name));
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 1));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/filter",
+				   "duration_ns >= 1000000"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	ASSERT_EQ(0, kml_trace_set(&self->all, "events/kml_probe/call/enable", "1"));
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ(0, call(self->fd, i, 1, 0, i % 2 ? long_delay : 0));
+	all = kml_trace_get(&self->all, "trace");
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, all);
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(10, kml_trace_count(all, "call")) TH_LOG("%s", all);
+	for (i = 0; i < 10; i++) {
+		uint64_t a = i;
+
+		ASSERT_EQ(0, call_ev(all, i, &e));
+		EXPECT_STREQ(args_str(want, sizeof(want), &a, 1), e.args);
+		if (i % 2)
+			EXPECT_GE(e.duration_ns, long_delay);
+		if (e.duration_ns < threshold)
+			continue;
+		/* The same event, in the same order. */
+		ASSERT_EQ(0, call_ev(text, kept, &f)) TH_LOG("event %d missing:\n%s", i, text);
+		EXPECT_STREQ(e.args, f.args);
+		EXPECT_EQ(e.duration_ns, f.duration_ns);
+		EXPECT_EQ(e.ret, f.ret);
+		kept++;
+	}
+	EXPECT_GE(kept, 5);
+	EXPECT_EQ(kept, kml_trace_count(text, "call")) TH_LOG("%s", text);
+	free(all);
+	free(text);
+}
+
+TEST_F_TIMEOUT(trace, hist_trigger_counts_calls, 300)
+{
+	unsigned long long hits[2] = { 0, 0 }, sums[2] = { 0, 0 };
+	struct kml_probe_result r[2];
+	char func[KML_PROBE_FUNC_LEN];
+	unsigned int seen = 0;
+	const char *p;
+	char *hist;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	ASSERT_EQ(0, attach(self->fd, CHECK_CALL, 0, 0));
+	/* Needs CONFIG_HIST_TRIGGERS; the event need not be enabled. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/trigger",
+				   "hist:keys=func:vals=hitcount,duration_ns:sort=func"));
+	/* 3 CALLs of 4 calls nesting once: 24 target calls, 3 checks. */
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, call(self->fd, 1, 4, 1, 1000));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r[0]));
+	ASSERT_EQ(0, get(self->fd, CHECK_CALL, &r[1]));
+	hist = kml_trace_get(&self->t, "events/kml_probe/call/hist");
+	ASSERT_NE(NULL, hist);
+	for (p = hist; (p = strstr(p, "{ func:")); p++) {
+		unsigned long long h, s;
+		int k, got;
+
+		got = sscanf(p, "{ func: %127s } hitcount: %llu duration_ns: %llu",
+			     func, &h, &s);
+		ASSERT_EQ(3, got) TH_LOG("%s", hist);
+		k = !strcmp(func, CHECK_CALL);
+		ASSERT_TRUE(k || !strcmp(func, TARGET)) TH_LOG("%s", func);
+		hits[k] = h;
+		sums[k] = s;
+		seen++;
+	}
+	EXPECT_EQ(2, seen) TH_LOG("%s", hist);
+	EXPECT_EQ(24, hits[0]);
+	EXPECT_EQ(3, hits[1]);
+	/* The events are GET's calls, durations and all. */
+	EXPECT_EQ(r[0].count, hits[0]);
+	EXPECT_EQ(r[0].sum_ns, sums[0]);
+	EXPECT_EQ(r[1].count, hits[1]);
+	EXPECT_EQ(r[1].sum_ns, sums[1]);
+	EXPECT_NE(NULL, strstr(hist, "Hits: 27\n")) TH_LOG("%s", hist);
+	free(hist);
+}
+
+/*
+ * Events come only from measured calls, with the event enabled: not while
+ * it is disabled, not after DETACH, not from a count-only probe (a plain
+ * kprobe measures nothing), not for calls a probe's filter rejects.
+ */
+TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled_or_detached, 300)
+{
+	struct kml_probe_attach a = {
+		.func = TARGET, .flags = KML_PROBE_F_ARG, .arg_index = 0,
+		.arg_value = 7, .nargs = 2,
+	};
+	struct kml_probe_result r;
+	struct call_ev e;
+	char *text;
+	int n;
+
+	/* Disabled: the calls are measured, not traced. */
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 2));
+	ASSERT_EQ(0, call(self->fd, 1, 5, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(5, r.count);
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(NULL, strstr(text, "func=")) TH_LOG("%s", text);
+	EXPECT_EQ(0, kml_trace_count(text, "call"));
+	free(text);
+
+	/* Enabled: exactly the calls made. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	ASSERT_EQ(0, call(self->fd, 2, 3, 0, 0));
+	/* Detached, still enabled: the target runs unprobed. */
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	ASSERT_EQ(0, call(self->fd, 3, 4, 0, 0));
+	/* A count-only probe counts, and measures nothing. */
+	ASSERT_EQ(0, attach(self->fd, TARGET, KML_PROBE_F_COUNT_ONLY, 0));
+	ASSERT_EQ(0, call(self->fd, 4, 2, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2, r.count);
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	/* An argument filter: only the calls it lets through. */
+	ASSERT_EQ(0, attach_cfg(self->fd, &a));
+	ASSERT_EQ(0, call(self->fd, 8, 6, 0, 0));
+	ASSERT_EQ(0, call(self->fd, 7, 2, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2, r.count);
+	EXPECT_EQ(6, r.filtered);
+	/* Disabled again: nothing more. */
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "0"));
+	ASSERT_EQ(0, call(self->fd, 7, 4, 0, 0));
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(6, r.count);
+
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(5, kml_trace_count(text, "call")) TH_LOG("%s", text);
+	for (n = 0; !call_ev(text, n, &e); n++) {
+		/* 3 calls with argument 2 while attached, then 2 with 7 */
+		EXPECT_STREQ(n < 3 ? "{0x2,0x0}" : "{0x7,0x0}", e.args) TH_LOG("event %d", n);
+		EXPECT_EQ(n < 3 ? 2 : 7, e.ret);
+	}
+	free(text);
+}
+
+static bool top_lists(const char *what)
+{
+	struct kml_trace top = { .dir = KML_TRACEFS };
+	char *all = kml_trace_get(&top, "available_events");
+	bool found = all && strstr(all, what);
+
+	free(all);
+	return found;
+}
+
+TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
+{
+	char *en, *text;
+
+	EXPECT_TRUE(top_lists("kml_probe:call\n"));
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	/* Neither an enabled event nor a probe pins the module. */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kml_unload("kml_probe"));
+	EXPECT_FALSE(top_lists("kml_probe:"));
+	en = kml_trace_get(&self->t, "events/kml_probe/call/enable");
+	EXPECT_EQ(NULL, en);
+	free(en);
+	EXPECT_EQ(-ENOENT, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+
+	/* Back with the module, and off: nothing carries over. */
+	ASSERT_EQ(0, reload_probe());
+	EXPECT_TRUE(top_lists("kml_probe:call\n"));
+	en = kml_trace_get(&self->t, "events/kml_probe/call/enable");
+	ASSERT_NE(NULL, en);
+	EXPECT_STREQ("0\n", en);
+	free(en);
+	/* And it records again once enabled. */
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
+	ASSERT_EQ(0, call(self->fd, 1, 2, 0, 0));
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(2, kml_trace_count(text, "call")) TH_LOG("%s", text);
+	free(text);
 }
 
 TEST_HARNESS_MAIN

@@ -26,6 +26,7 @@
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
+#include "../kml_trace.h"
 #include "../../userspace/kml_ring_lib.h"
 #include "../../modules/kml_ring/kml_ring_logic.h"
 
@@ -2030,6 +2031,313 @@ TEST_F_TIMEOUT(walk, module_load, 900)
 	ASSERT_EQ(0, ret);
 	EXPECT_GT(w.errors, 0);
 	check_ring_works(_metadata);
+}
+
+/*
+ * ---- tracepoints kml_ring:record_lost and kml_ring:wakeup, read back
+ * through a trace instance of the test's own (../kml_trace.h) ----
+ */
+FIXTURE(trace) {
+	struct kml_ring_user r[2];
+	struct kml_trace t;
+};
+
+FIXTURE_SETUP(trace)
+{
+	char name[64];
+	int ret;
+
+	self->r[0].fd = -1;
+	self->r[1].fd = -1;
+	/* Loaded afresh: the events number rings 1, 2, ... in open order. */
+	ASSERT_EQ(0, reload_ring());
+	snprintf(name, sizeof(name), "kml_ring_test_%d", getpid());
+	ret = kml_trace_open(&self->t, name);
+	if (ret == -ENODEV)
+		SKIP(return, "kernel without tracing (no " KML_TRACEFS ")");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(trace)
+{
+	EXPECT_EQ(0, kml_trace_close(&self->t));
+	kml_ring_user_close(&self->r[0]);
+	kml_ring_user_close(&self->r[1]);
+}
+
+/* Waits until the producer has made @count records, kept or lost. */
+static int wait_made(const struct kml_ring_user *r, uint64_t count, int timeout_s)
+{
+	double end = now_s() + timeout_s;
+
+	while (load_relaxed(&r->ctrl->produced) + load_relaxed(&r->ctrl->lost) < count) {
+		if (now_s() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* The length of the line at @line, for a message's "%.*s". */
+static int line_len(const char *line)
+{
+	return (int)strcspn(line, "\n");
+}
+
+/*
+ * A ring nobody consumes keeps what fits and loses the rest: one event
+ * per lost record, for its own ring, its lost field the ring's running
+ * total, so the events count up to the control page's lost counter. The
+ * producer runs on CPU 0: its events are in one buffer, in order.
+ */
+TEST_F_TIMEOUT(trace, record_lost_matches_the_ring, 300)
+{
+	/* 100-byte records (104 once aligned) in one page, 64 in two. */
+	static const struct {
+		unsigned int pages;
+		uint32_t size;
+		uint64_t count;
+	} cfg[2] = { { 1, 100, 200 }, { 2, 64, 300 } };
+	uint64_t lost0 = stat_value("lost"), total = 0;
+	const char *line;
+	char *text;
+	int i, k;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/record_lost/enable", "1"));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, kml_ring_user_open(&self->r[i], cfg[i].pages));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, start(self->r[i].fd, cfg[i].size, 0, cfg[i].count, 0));
+		ASSERT_EQ(0, wait_made(&self->r[i], cfg[i].count, 120));
+		/* STOP returns once the producer has exited: its events are in. */
+		ASSERT_EQ(0, ioctl(self->r[i].fd, KML_RING_IOC_STOP));
+	}
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	for (i = 0; i < 2; i++) {
+		const struct kml_ring_user *r = &self->r[i];
+		const struct kml_ring_rec *first = (const void *)r->data;
+		uint64_t lost = r->ctrl->lost, n = 0, bad = 0;
+		long long id, v, type, size, last = -1;
+
+		/* The first record was kept: the size each record has. */
+		ASSERT_EQ(KML_RING_REC_SAMPLE, first->type);
+		EXPECT_EQ(kml_ring_align(cfg[i].size), first->size);
+		EXPECT_GT(lost, 0);
+		EXPECT_EQ(cfg[i].count, r->ctrl->produced + lost);
+		for (k = 0; (line = kml_trace_line(text, "record_lost", k)); k++) {
+			ASSERT_EQ(0, kml_trace_field(line, "ring", &id))
+				TH_LOG("%.*s", line_len(line), line);
+			if (id != i + 1)
+				continue;
+			n++;
+			/* 1, 2, 3, ...: the ring's count as each was lost */
+			if (kml_trace_field(line, "lost", &v) || v != (long long)n ||
+			    kml_trace_field(line, "type", &type) || type != KML_RING_REC_SAMPLE ||
+			    kml_trace_field(line, "size", &size) || size != first->size) {
+				if (!bad++)
+					TH_LOG("ring %d, lost record %llu: %.*s", i + 1,
+					       (unsigned long long)n, line_len(line), line);
+			}
+			last = v;
+		}
+		EXPECT_EQ(0, bad);
+		EXPECT_EQ(lost, n) TH_LOG("ring %d", i + 1);
+		EXPECT_EQ((long long)lost, last) TH_LOG("ring %d", i + 1);
+		total += n;
+	}
+	/* No event names a ring that lost nothing; the stats agree. */
+	EXPECT_EQ(total, (uint64_t)kml_trace_count(text, "record_lost"));
+	EXPECT_EQ(total, stat_value("lost") - lost0);
+	free(text);
+}
+
+/* Marks the kml_ring_apitest records kept, by the index they carry. */
+static int mark_api(const struct kml_ring_rec *rec, void *arg)
+{
+	const uint64_t *w = (const void *)(rec + 1);
+	char *kept = arg;
+
+	if (rec->type == KML_RING_REC_USER_BASE + 1 && w[0] < 200)
+		kept[w[0]] = 1;
+	return 0;
+}
+
+/*
+ * Records another module writes (kml_ring_write()) are lost the same way,
+ * each event with its record's type and size: kml_ring_apitest's record
+ * i has 3 + i % 3 payload words. Events from a module's init may come
+ * from either CPU: checked as a set, not in order.
+ */
+TEST_F_TIMEOUT(trace, record_lost_for_api_writes, 300)
+{
+	unsigned int want[3] = { 0 }, got[3] = { 0 }, bad = 0, i;
+	char kept[200] = { 0 }, seen[201] = { 0 };
+	struct kml_ring_user *r = &self->r[0];
+	uint64_t lost;
+	long long id, v, type, size;
+	const char *line;
+	char *text;
+	int k;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/record_lost/enable", "1"));
+	ASSERT_EQ(0, kml_ring_user_open(r, 1));
+	kml_unload("kml_ring_apitest");
+	/* 200 records of 40 to 56 bytes: more than twice a page. */
+	ASSERT_EQ(0, kml_load("modules/tests/kml_ring_apitest.ko", "records=200"));
+	ASSERT_EQ(0, kml_unload("kml_ring_apitest"));
+	lost = r->ctrl->lost;
+	EXPECT_GT(lost, 0);
+	ASSERT_EQ(200, r->ctrl->produced + lost);
+	ASSERT_EQ((long)r->ctrl->produced, kml_ring_user_consume(r, mark_api, kept));
+	for (i = 0; i < 200; i++)
+		if (!kept[i])
+			want[i % 3]++;
+
+	text = kml_trace_get(&self->t, "trace");
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(lost, (uint64_t)kml_trace_count(text, "record_lost")) TH_LOG("%s", text);
+	for (k = 0; (line = kml_trace_line(text, "record_lost", k)); k++) {
+		if (kml_trace_field(line, "ring", &id) || id != 1 ||
+		    kml_trace_field(line, "type", &type) || type != KML_RING_REC_USER_BASE + 1 ||
+		    kml_trace_field(line, "size", &size) ||
+		    (size != 40 && size != 48 && size != 56) ||
+		    kml_trace_field(line, "lost", &v) || v < 1 || v > (long long)lost ||
+		    seen[v]++) {
+			if (!bad++)
+				TH_LOG("event %d: %.*s", k, line_len(line), line);
+			continue;
+		}
+		got[(size - 40) / 8]++;
+	}
+	EXPECT_EQ(0, bad);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(want[i], got[i]) TH_LOG("records of %u bytes", 40 + 8 * i);
+	free(text);
+}
+
+/*
+ * Waits until thread @tid sleeps in a function whose name has @where
+ * (its wchan, which is "0" while it runs): asleep in the call, not on the
+ * way to it.
+ */
+static int wait_sleeping_in(pid_t tid, const char *where, int timeout_s)
+{
+	double end = now_s() + timeout_s;
+	char path[64], buf[128];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
+	while (now_s() < end) {
+		f = fopen(path, "r");
+		if (f) {
+			n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = '\0';
+			if (strstr(buf, where))
+				return 0;
+		}
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+/* How many wakeup events the instance holds; its trace text in *@text. */
+static int wakeups(struct kml_trace *t, char **text)
+{
+	*text = kml_trace_get(t, "trace");
+	return *text ? kml_trace_count(*text, "wakeup") : -1;
+}
+
+/*
+ * One event per wake-up: a blocked read() is woken by the next record
+ * (reader=1), a poller once at its watermark (reader=0), and nobody when
+ * nobody sleeps, however many records come, armed poller or not.
+ */
+TEST_F_TIMEOUT(trace, wakeup_for_blocked_reader, 300)
+{
+	struct kml_ring_user *r = &self->r[0];
+	uint64_t w0 = stat_value("wakeups"), wm = 1024;
+	struct blocked b = { .count = 8192 };
+	struct check c = { 0 };
+	const char *line;
+	long long v;
+	pthread_t t;
+	char *text;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/wakeup/enable", "1"));
+	ASSERT_EQ(0, kml_ring_user_open(r, 4));
+
+	/* Nobody asleep: 64 records wake nobody. */
+	ASSERT_EQ(0, start(r->fd, 64, 0, 64, -1));
+	ASSERT_EQ(0, wait_ge(&r->ctrl->produced, 64, 60));
+	/* STOP returns once the producer has exited: its events are in. */
+	ASSERT_EQ(0, ioctl(r->fd, KML_RING_IOC_STOP));
+	EXPECT_EQ(0, wakeups(&self->t, &text)) TH_LOG("%s", text);
+	free(text);
+	EXPECT_EQ(64, kml_ring_user_consume(r, check_sample, &c));
+	EXPECT_EQ(0, c.bad);
+
+	/* A read() blocked on the empty ring: one record wakes it. */
+	b.fd = r->fd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_read_or_poll, &b));
+	ASSERT_EQ(0, wait_sleeping_in(tid_of(&b), "kml_ring_read", 60));
+	ASSERT_EQ(0, start(r->fd, 64, 0, 1, -1));
+	if (join_within(t, &b, 60)) {
+		/* Unblock it with more records, then fail. */
+		ioctl(r->fd, KML_RING_IOC_STOP);
+		start(r->fd, 64, 0, 200, -1);
+		pthread_join(t, NULL);
+		ASSERT_TRUE(0) TH_LOG("read() still blocked with a record in the ring");
+	}
+	EXPECT_EQ(64, b.ret);
+	ASSERT_EQ(0, ioctl(r->fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(1, wakeups(&self->t, &text)) TH_LOG("%s", text);
+	line = kml_trace_line(text, "wakeup", 0);
+	EXPECT_EQ(0, kml_trace_field(line, "ring", &v));
+	EXPECT_EQ(1, v);
+	EXPECT_EQ(0, kml_trace_field(line, "reader", &v));
+	EXPECT_EQ(1, v);
+	/* head: bytes since sizing, the 65th record's end */
+	EXPECT_EQ(0, kml_trace_field(line, "head", &v));
+	EXPECT_EQ(65 * 64, v);
+	EXPECT_EQ(r->ctrl->head, (uint64_t)v);
+	free(text);
+	ASSERT_EQ(0, kml_trace_clear(&self->t));
+
+	/* A poller: woken once, at the watermark (16 records), not before. */
+	ASSERT_EQ(0, ioctl(r->fd, KML_RING_IOC_SET_WATERMARK, &wm));
+	memset(&b, 0, sizeof(b));
+	b.fd = r->fd;
+	b.use_poll = 1;
+	ASSERT_EQ(0, pthread_create(&t, NULL, block_in_read_or_poll, &b));
+	ASSERT_EQ(0, wait_sleeping_in(tid_of(&b), "poll", 60));
+	ASSERT_EQ(0, start(r->fd, 64, 0, 16, -1));
+	if (join_within(t, &b, 60)) {
+		pthread_kill(t, SIGKILL);
+		ASSERT_TRUE(0) TH_LOG("poll() still blocked at the watermark");
+	}
+	EXPECT_EQ(1, b.ret);
+	ASSERT_EQ(0, ioctl(r->fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(1, wakeups(&self->t, &text)) TH_LOG("%s", text);
+	line = kml_trace_line(text, "wakeup", 0);
+	EXPECT_EQ(0, kml_trace_field(line, "reader", &v));
+	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, kml_trace_field(line, "head", &v));
+	EXPECT_EQ(81 * 64, v);
+	EXPECT_EQ(r->ctrl->head, (uint64_t)v);
+	free(text);
+
+	/* The poller's last look armed the ring, but it sleeps no more. */
+	ASSERT_EQ(0, start(r->fd, 64, 0, 32, -1));
+	ASSERT_EQ(0, wait_ge(&r->ctrl->produced, 81 + 32, 60));
+	ASSERT_EQ(0, ioctl(r->fd, KML_RING_IOC_STOP));
+	EXPECT_GE(kml_ring_user_pending(r), wm);
+	EXPECT_EQ(1, wakeups(&self->t, &text)) TH_LOG("%s", text);
+	free(text);
+	/* The stats count the same wake-ups. */
+	EXPECT_EQ(2, stat_value("wakeups") - w0);
 }
 
 TEST_HARNESS_MAIN
