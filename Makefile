@@ -151,34 +151,34 @@ $(BUILD)/bin/kml-filter-m32: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
 	KVER=6.12 $(KSCRIPT) unpack
 
-$(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_stats_test: selftests/kml_stats/kml_stats_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		userspace/kml_stats_parse.c userspace/kml_stats_parse.h \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< userspace/kml_stats_parse.c -lpthread
 
-$(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		uapi/linux/kml_sensor.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
-$(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		$(RING_LIB) userspace/kml_ring_lib.h modules/kml_ring/kml_ring_logic.h \
 		uapi/linux/kml_ring.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(RING_LIB) -lpthread
 
-$(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		$(FILTER_LIB) $(FILTER_HDR) $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
-$(BUILD)/selftests/kml_hello_test: selftests/kml_hello/kml_hello_test.c selftests/kml_selftest.h selftests/kml_fault.h \
+$(BUILD)/selftests/kml_hello_test: selftests/kml_hello/kml_hello_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $<
