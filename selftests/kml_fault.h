@@ -92,6 +92,9 @@ static inline void kml_fault_exit(struct kml_fault *f)
 	memset(f->saved, 0, sizeof(f->saved));
 }
 
+/* Logged when injection starts; must match scripts/vm-run.sh. */
+#define KML_FAULT_MARK "kmodlab: allocation-failure injection armed"
+
 /*
  * Opens this thread's fail-nth file and sets the injectors so that every
  * allocation can be failed: by default failslab and fail_page_alloc skip
@@ -102,9 +105,6 @@ static inline void kml_fault_exit(struct kml_fault *f)
  * or -errno when the kernel cannot inject (the caller SKIPs: a stock
  * kernel has no CONFIG_FAULT_INJECTION).
  */
-/* Logged when injection starts; must match scripts/vm-run.sh. */
-#define KML_FAULT_MARK "kmodlab: allocation-failure injection armed"
-
 static inline int kml_fault_init(struct kml_fault *f)
 {
 	int ret = 0;

@@ -36,7 +36,7 @@ static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
  * takes the field alone, and copies from the source __string() named.
  */
 #ifdef KML_HAVE_ASSIGN_STR_1ARG
-#define kml_assign_str(dst, src)	__assign_str(dst)
+#define kml_assign_str(dst, src)	do { __assign_str(dst); (void)(src); } while (0)
 #else
 #define kml_assign_str(dst, src)	__assign_str(dst, src)
 #endif

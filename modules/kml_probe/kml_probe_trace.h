@@ -22,10 +22,11 @@ TRACE_EVENT(call,
 		 const u64 *args),
 	TP_ARGS(func, duration_ns, ret, nargs, args),
 	TP_STRUCT__entry(
+		/* ordered so the record has no holes of stale bytes */
 		__string(func, func)
+		__field(unsigned int, nargs)
 		__field(unsigned long long, duration_ns)
 		__field(unsigned long long, ret)
-		__field(unsigned int, nargs)
 		__array(unsigned long long, args, KML_PROBE_MAX_ARGS)
 	),
 	TP_fast_assign(

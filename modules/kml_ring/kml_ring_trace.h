@@ -19,10 +19,10 @@ TRACE_EVENT(record_lost,
 	TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
 	TP_ARGS(ring, type, size, lost),
 	TP_STRUCT__entry(
+		__field(unsigned long long, lost)	/* first: no hole */
 		__field(unsigned int, ring)
 		__field(unsigned int, type)
 		__field(unsigned int, size)
-		__field(unsigned long long, lost)
 	),
 	TP_fast_assign(
 		__entry->ring = ring;
@@ -36,7 +36,10 @@ TRACE_EVENT(record_lost,
 
 /*
  * @head_now: the ring's head, in bytes since it was sized; @reader: a
- * blocked read() was waiting, else a poller's watermark was reached.
+ * read() was blocked on the ring when it was woken (else the wake-up was
+ * for a poller's watermark). Both are read after the writer dropped the
+ * ring's lock: with several writers they may be a moment newer than the
+ * decision to wake.
  * (No argument may be called "head": perf's stage of the expansion has
  * a local of that name.)
  */
