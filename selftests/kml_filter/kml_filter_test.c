@@ -2438,7 +2438,7 @@ static long local_port(int s)
 	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
-TEST_F_TIMEOUT(trace, verdict_fields, 120)
+TEST_F_TIMEOUT(trace, verdict_fields, 300)
 {
 	const struct ev_match drop_out = {
 		"out", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
@@ -2522,7 +2522,7 @@ TEST_F_TIMEOUT(trace, verdict_fields, 120)
 	close(tx2);
 }
 
-TEST_F_TIMEOUT(trace, filter_expression, 120)
+TEST_F_TIMEOUT(trace, filter_expression, 300)
 {
 	const struct ev_match out = { "out", -1, -1, -1, NULL, NULL };
 	const struct ev_match v6 = { NULL, 6, -1, -1, NULL, NULL };
@@ -2563,7 +2563,7 @@ TEST_F_TIMEOUT(trace, filter_expression, 120)
  * The key rule is an s32, which the histogram prints as a u64: -1 reads
  * 18446744073709551615.
  */
-TEST_F_TIMEOUT(trace, hist_trigger_by_rule, 120)
+TEST_F_TIMEOUT(trace, hist_trigger_by_rule, 300)
 {
 	const char *trig = "hist:keys=rule,verdict:vals=hitcount:sort=rule if dport == 9000";
 	unsigned long long rule, verdict, hits, seen = 0;
@@ -2604,7 +2604,7 @@ TEST_F_TIMEOUT(trace, hist_trigger_by_rule, 120)
 	free(hist);
 }
 
-TEST_F_TIMEOUT(trace, ipv6, 120)
+TEST_F_TIMEOUT(trace, ipv6, 300)
 {
 	const struct ev_match out = {
 		"out", -1, IPPROTO_UDP, PORT_UDP, NULL, NULL,
@@ -2661,7 +2661,7 @@ TEST_F_TIMEOUT(trace, ipv6, 120)
 	close(tx);
 }
 
-TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled, 120)
+TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled, 300)
 {
 	const struct ev_match before = { NULL, -1, -1, PORT_UDP, NULL, NULL };
 	const struct ev_match during = { NULL, -1, -1, PORT_UDP + 1, NULL, NULL };

@@ -1867,7 +1867,7 @@ static const char *sample_on(const char *text, unsigned int ch, int nth)
 	return NULL;
 }
 
-TEST_F(trace, sample_and_alarm_fields)
+TEST_F_TIMEOUT(trace, sample_and_alarm_fields, 300)
 {
 	struct kml_sensor_reading r;
 	const char *line;
@@ -1923,7 +1923,7 @@ TEST_F(trace, sample_and_alarm_fields)
 	free(text);
 }
 
-TEST_F(trace, filter_expression_picks_the_events)
+TEST_F_TIMEOUT(trace, filter_expression_picks_the_events, 300)
 {
 	const char *line;
 	char *text;
@@ -1954,7 +1954,7 @@ TEST_F(trace, filter_expression_picks_the_events)
 	free(text);
 }
 
-TEST_F(trace, hist_trigger_sums_values_by_channel)
+TEST_F_TIMEOUT(trace, hist_trigger_sums_values_by_channel, 300)
 {
 	unsigned long long hits[NCH] = { 0 };
 	long long sum[NCH] = { 0 };
@@ -1991,7 +1991,7 @@ TEST_F(trace, hist_trigger_sums_values_by_channel)
 	free(hist);
 }
 
-TEST_F(trace, nothing_is_recorded_while_disabled)
+TEST_F_TIMEOUT(trace, nothing_is_recorded_while_disabled, 300)
 {
 	char *text;
 
@@ -2026,7 +2026,7 @@ static bool top_lists(const char *what)
 	return found;
 }
 
-TEST_F(trace, events_come_and_go_with_the_module)
+TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 {
 	char *en;
 
@@ -2080,7 +2080,7 @@ static void scratch_rm(const char *dir)
 	kml_run(cmd, out, sizeof(out));
 }
 
-TEST_F(trace, perf_lists_records_and_scripts_the_events)
+TEST_F_TIMEOUT(trace, perf_lists_records_and_scripts_the_events, 600)
 {
 	const char *bin = getenv("KMODLAB_BIN") ?: ".";
 	char cmd[1024], out[16384], dir[256];
@@ -2107,7 +2107,7 @@ TEST_F(trace, perf_lists_records_and_scripts_the_events)
 	scratch_rm(dir);
 }
 
-TEST_F(trace, bpftrace_counts_and_sums_by_channel)
+TEST_F_TIMEOUT(trace, bpftrace_counts_and_sums_by_channel, 600)
 {
 	const char *bin = getenv("KMODLAB_BIN") ?: ".";
 	char cmd[1024], out[16384], dir[256], path[300];
@@ -2140,7 +2140,7 @@ TEST_F(trace, bpftrace_counts_and_sums_by_channel)
 	scratch_rm(dir);
 }
 
-TEST_F(trace, trace_cmd_records_and_reports_the_events)
+TEST_F_TIMEOUT(trace, trace_cmd_records_and_reports_the_events, 600)
 {
 	const char *bin = getenv("KMODLAB_BIN") ?: ".";
 	char cmd[1024], out[16384], dir[256];

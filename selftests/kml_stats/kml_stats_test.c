@@ -1252,7 +1252,7 @@ static int reset_nth(const char *text, int nth, char *set, size_t len,
 	return 0;
 }
 
-TEST_F(trace, reset_event)
+TEST_F_TIMEOUT(trace, reset_event, 300)
 {
 	char name[MAX_SETS][KML_STATS_NAME_MAX + 1], set[64];
 	long long slots[MAX_SETS], nslots;
@@ -1326,7 +1326,7 @@ TEST_F(trace, reset_event)
  * kml_stats_reset() from another module: kml_stats_apitest resets its
  * set "apitest" (a counter and a histogram) once while it loads.
  */
-TEST_F(trace, reset_event_from_another_module)
+TEST_F_TIMEOUT(trace, reset_event_from_another_module, 300)
 {
 	char set[64], *text;
 	long long nslots;
@@ -1354,7 +1354,7 @@ static bool top_lists(const char *what)
 	return found;
 }
 
-TEST_F(trace, events_come_and_go_with_the_module)
+TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 {
 	char *en, *text;
 
