@@ -82,6 +82,7 @@ fi
 kdir=/usr/src/linux-headers-$abi
 kbuild=$repo/build/kmod/custom-$(echo "$kdir" | md5sum | cut -c1-8)
 [[ ${1:-} == prepare ]] && exit 0	# image and initramfs only
+mkdir -p "$repo/build"
 if make -s KDIR="$kdir" modules > "$repo/build/stock-build.log" 2>&1 &&
    make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
 	ok "modules built against linux-headers-$abi (W=1 -Werror)"
