@@ -229,6 +229,17 @@ static inline int kml_trace_field(const char *line, const char *key,
 	return end == val || *end ? -EINVAL : 0;
 }
 
+/* Whether the kernel lists @what ("system:event\n") among its events. */
+static inline int kml_trace_listed(const char *what)
+{
+	struct kml_trace top = { .dir = KML_TRACEFS };
+	char *all = kml_trace_get(&top, "available_events");
+	int found = all && strstr(all, what);
+
+	free(all);
+	return found;
+}
+
 /* Turns the instance's events and triggers off and removes it. */
 static inline int kml_trace_close(struct kml_trace *t)
 {

@@ -2053,28 +2053,18 @@ TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled_or_detached, 300)
 	free(text);
 }
 
-static bool top_lists(const char *what)
-{
-	struct kml_trace top = { .dir = KML_TRACEFS };
-	char *all = kml_trace_get(&top, "available_events");
-	bool found = all && strstr(all, what);
-
-	free(all);
-	return found;
-}
-
 TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 {
 	char *en, *text;
 
-	EXPECT_TRUE(top_lists("kml_probe:call\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_probe:call\n"));
 	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
 	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_probe/call/enable", "1"));
 	/* Neither an enabled event nor a probe pins the module. */
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kml_unload("kml_probe"));
-	EXPECT_FALSE(top_lists("kml_probe:"));
+	EXPECT_FALSE(kml_trace_listed("kml_probe:"));
 	en = kml_trace_get(&self->t, "events/kml_probe/call/enable");
 	EXPECT_EQ(NULL, en);
 	free(en);
@@ -2082,7 +2072,7 @@ TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 
 	/* Back with the module, and off: nothing carries over. */
 	ASSERT_EQ(0, reload_probe());
-	EXPECT_TRUE(top_lists("kml_probe:call\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_probe:call\n"));
 	en = kml_trace_get(&self->t, "events/kml_probe/call/enable");
 	ASSERT_NE(NULL, en);
 	EXPECT_STREQ("0\n", en);

@@ -2016,28 +2016,18 @@ TEST_F_TIMEOUT(trace, nothing_is_recorded_while_disabled, 300)
 	free(text);
 }
 
-static bool top_lists(const char *what)
-{
-	struct kml_trace top = { .dir = KML_TRACEFS };
-	char *all = kml_trace_get(&top, "available_events");
-	bool found = all && strstr(all, what);
-
-	free(all);
-	return found;
-}
-
 TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 {
 	char *en;
 
-	EXPECT_TRUE(top_lists("kml_sensor:sample\n"));
-	EXPECT_TRUE(top_lists("kml_sensor:alarm\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_sensor:sample\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_sensor:alarm\n"));
 	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_sensor/sample/enable", "1"));
 	/* An enabled event does not pin the module: rmmod removes it. */
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kml_unload("kml_sensor"));
-	EXPECT_FALSE(top_lists("kml_sensor:"));
+	EXPECT_FALSE(kml_trace_listed("kml_sensor:"));
 	en = kml_trace_get(&self->t, "events/kml_sensor/sample/enable");
 	EXPECT_EQ(NULL, en);
 	free(en);
@@ -2045,7 +2035,7 @@ TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 
 	/* Back with the module, and off: nothing carries over. */
 	ASSERT_EQ(0, reload_sensor(""));
-	EXPECT_TRUE(top_lists("kml_sensor:sample\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_sensor:sample\n"));
 	en = kml_trace_get(&self->t, "events/kml_sensor/sample/enable");
 	ASSERT_NE(NULL, en);
 	EXPECT_STREQ("0\n", en);

@@ -1344,26 +1344,16 @@ TEST_F_TIMEOUT(trace, reset_event_from_another_module, 300)
 	free(text);
 }
 
-static bool top_lists(const char *what)
-{
-	struct kml_trace top = { .dir = KML_TRACEFS };
-	char *all = kml_trace_get(&top, "available_events");
-	bool found = all && strstr(all, what);
-
-	free(all);
-	return found;
-}
-
 TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 {
 	char *en, *text;
 
-	EXPECT_TRUE(top_lists("kml_stats:reset\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_stats:reset\n"));
 	ASSERT_EQ(0, kml_trace_set(&self->t, RESET_EV "enable", "1"));
 	/* An enabled event does not pin the module: rmmod removes it. */
 	ASSERT_EQ(0, unload_users());
 	ASSERT_EQ(0, kml_unload("kml_stats"));
-	EXPECT_FALSE(top_lists("kml_stats:"));
+	EXPECT_FALSE(kml_trace_listed("kml_stats:"));
 	en = kml_trace_get(&self->t, RESET_EV "enable");
 	EXPECT_EQ(NULL, en);
 	free(en);
@@ -1371,7 +1361,7 @@ TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 
 	/* Back with the module, and off: nothing carries over. */
 	ASSERT_EQ(0, kml_load("modules/kml_stats/kml_stats.ko", "demo_counters=5"));
-	EXPECT_TRUE(top_lists("kml_stats:reset\n"));
+	EXPECT_TRUE(kml_trace_listed("kml_stats:reset\n"));
 	en = kml_trace_get(&self->t, RESET_EV "enable");
 	ASSERT_NE(NULL, en);
 	EXPECT_STREQ("0\n", en);
