@@ -18,12 +18,8 @@ ksrc=$(KVER=6.12 "$here/kernel.sh" src)
 [[ -x $ksrc/scripts/checkpatch.pl ]] || KVER=6.12 "$here/kernel.sh" unpack
 
 while IFS= read -r f; do
-	# TRACE_EVENT()'s layout (as in every in-tree trace header) is not
-	# ordinary C: its macro arguments open lines and are not aligned.
-	ign=SPDX_LICENSE_TAG
-	[[ $f == *_trace.h ]] && ign+=,PARENTHESIS_ALIGNMENT,OPEN_ENDED_LINE
 	if "$ksrc/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types \
-	      --ignore "$ign" -f "$f" > "$logs/checkpatch.txt" 2>&1; then
+	      --ignore SPDX_LICENSE_TAG -f "$f" > "$logs/checkpatch.txt" 2>&1; then
 		ok "checkpatch $f"
 	else
 		cat "$logs/checkpatch.txt"

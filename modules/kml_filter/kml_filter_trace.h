@@ -34,42 +34,38 @@ static inline void kml_filter_trace_addr(u8 *to, const u8 *from, u8 family)
 #endif
 
 TRACE_EVENT(verdict,
-	TP_PROTO(const struct kml_filter_pkt *pkt, s32 rule, u32 verdict,
-		 u32 len),
-	TP_ARGS(pkt, rule, verdict, len),
-	TP_STRUCT__entry(
-		__array(unsigned char, saddr, 16)
-		__array(unsigned char, daddr, 16)
-		__field(int, rule)
-		__field(unsigned int, verdict)
-		__field(unsigned int, len)
-		__field(unsigned short, sport)
-		__field(unsigned short, dport)
-		__field(unsigned char, family)
-		__field(unsigned char, proto)
-		__field(unsigned char, dir)
-	),
-	TP_fast_assign(
-		kml_filter_trace_addr(__entry->saddr, pkt->src, pkt->family);
-		kml_filter_trace_addr(__entry->daddr, pkt->dst, pkt->family);
-		__entry->rule = rule;
-		__entry->verdict = verdict;
-		__entry->len = len;
-		__entry->sport = pkt->has_ports ? pkt->sport : 0;
-		__entry->dport = pkt->has_ports ? pkt->dport : 0;
-		__entry->family = pkt->family;
-		__entry->proto = pkt->proto;
-		__entry->dir = pkt->dir;
-	),
-	TP_printk("%s ipv%u proto=%u %pI6c:%u > %pI6c:%u len=%u rule=%d verdict=%s",
-		  __print_symbolic(__entry->dir, { KML_FILTER_DIR_IN, "in" },
-				   { KML_FILTER_DIR_OUT, "out" }),
-		  __entry->family, __entry->proto, __entry->saddr,
-		  __entry->sport, __entry->daddr, __entry->dport, __entry->len,
-		  __entry->rule,
-		  __print_symbolic(__entry->verdict,
-				   { KML_FILTER_ACCEPT, "accept" },
-				   { KML_FILTER_DROP, "drop" }))
+	    TP_PROTO(const struct kml_filter_pkt *pkt, s32 rule, u32 verdict,
+		     u32 len),
+	    TP_ARGS(pkt, rule, verdict, len),
+	    TP_STRUCT__entry(__array(unsigned char, saddr, 16)
+			     __array(unsigned char, daddr, 16)
+			     __field(int, rule)
+			     __field(unsigned int, verdict)
+			     __field(unsigned int, len)
+			     __field(unsigned short, sport)
+			     __field(unsigned short, dport)
+			     __field(unsigned char, family)
+			     __field(unsigned char, proto)
+			     __field(unsigned char, dir)),
+	    TP_fast_assign(kml_filter_trace_addr(__entry->saddr, pkt->src, pkt->family);
+			   kml_filter_trace_addr(__entry->daddr, pkt->dst, pkt->family);
+			   __entry->rule = rule;
+			   __entry->verdict = verdict;
+			   __entry->len = len;
+			   __entry->sport = pkt->has_ports ? pkt->sport : 0;
+			   __entry->dport = pkt->has_ports ? pkt->dport : 0;
+			   __entry->family = pkt->family;
+			   __entry->proto = pkt->proto;
+			   __entry->dir = pkt->dir;),
+	    TP_printk("%s ipv%u proto=%u %pI6c:%u > %pI6c:%u len=%u rule=%d verdict=%s",
+		      __print_symbolic(__entry->dir, { KML_FILTER_DIR_IN, "in" },
+				       { KML_FILTER_DIR_OUT, "out" }),
+		      __entry->family, __entry->proto, __entry->saddr,
+		      __entry->sport, __entry->daddr, __entry->dport, __entry->len,
+		      __entry->rule,
+		      __print_symbolic(__entry->verdict,
+				       { KML_FILTER_ACCEPT, "accept" },
+				       { KML_FILTER_DROP, "drop" }))
 );
 
 #endif /* _KML_FILTER_TRACE_H */

@@ -16,22 +16,18 @@
 #include <linux/tracepoint.h>
 
 TRACE_EVENT(record_lost,
-	TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
-	TP_ARGS(ring, type, size, lost),
-	TP_STRUCT__entry(
-		__field(unsigned long long, lost)	/* first: no hole */
-		__field(unsigned int, ring)
-		__field(unsigned int, type)
-		__field(unsigned int, size)
-	),
-	TP_fast_assign(
-		__entry->ring = ring;
-		__entry->type = type;
-		__entry->size = size;
-		__entry->lost = lost;
-	),
-	TP_printk("ring=%u type=%u size=%u lost=%llu", __entry->ring,
-		  __entry->type, __entry->size, __entry->lost)
+	    TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
+	    TP_ARGS(ring, type, size, lost),
+	    TP_STRUCT__entry(__field(unsigned long long, lost)	/* first: no hole */
+			     __field(unsigned int, ring)
+			     __field(unsigned int, type)
+			     __field(unsigned int, size)),
+	    TP_fast_assign(__entry->ring = ring;
+			   __entry->type = type;
+			   __entry->size = size;
+			   __entry->lost = lost;),
+	    TP_printk("ring=%u type=%u size=%u lost=%llu", __entry->ring,
+		      __entry->type, __entry->size, __entry->lost)
 );
 
 /*
@@ -44,20 +40,16 @@ TRACE_EVENT(record_lost,
  * a local of that name.)
  */
 TRACE_EVENT(wakeup,
-	TP_PROTO(u32 ring, u64 head_now, bool reader),
-	TP_ARGS(ring, head_now, reader),
-	TP_STRUCT__entry(
-		__field(unsigned long long, head)
-		__field(unsigned int, ring)
-		__field(unsigned char, reader)
-	),
-	TP_fast_assign(
-		__entry->head = head_now;
-		__entry->ring = ring;
-		__entry->reader = reader;
-	),
-	TP_printk("ring=%u head=%llu reader=%u", __entry->ring, __entry->head,
-		  __entry->reader)
+	    TP_PROTO(u32 ring, u64 head_now, bool reader),
+	    TP_ARGS(ring, head_now, reader),
+	    TP_STRUCT__entry(__field(unsigned long long, head)
+			     __field(unsigned int, ring)
+			     __field(unsigned char, reader)),
+	    TP_fast_assign(__entry->head = head_now;
+			   __entry->ring = ring;
+			   __entry->reader = reader;),
+	    TP_printk("ring=%u head=%llu reader=%u", __entry->ring, __entry->head,
+		      __entry->reader)
 );
 
 #endif /* _KML_RING_TRACE_H */

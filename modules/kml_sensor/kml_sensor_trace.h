@@ -32,50 +32,42 @@
 
 /* Fields are what a user filters on: "channel == 1 && value_mc > 40000". */
 TRACE_EVENT(sample,
-	TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, bool injected),
-	TP_ARGS(channel, value_mc, seq, injected),
-	TP_STRUCT__entry(
-		__field(unsigned int, channel)
-		__field(int, value_mc)
-		__field(unsigned long long, seq)
-		__field(unsigned char, injected)
-	),
-	TP_fast_assign(
-		__entry->channel = channel;
-		__entry->value_mc = value_mc;
-		__entry->seq = seq;
-		__entry->injected = injected;
-	),
-	TP_printk("channel=%u value_mc=%d seq=%llu injected=%u",
-		  __entry->channel, __entry->value_mc, __entry->seq,
-		  __entry->injected)
+	    TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, bool injected),
+	    TP_ARGS(channel, value_mc, seq, injected),
+	    TP_STRUCT__entry(__field(unsigned int, channel)
+			     __field(int, value_mc)
+			     __field(unsigned long long, seq)
+			     __field(unsigned char, injected)),
+	    TP_fast_assign(__entry->channel = channel;
+			   __entry->value_mc = value_mc;
+			   __entry->seq = seq;
+			   __entry->injected = injected;),
+	    TP_printk("channel=%u value_mc=%d seq=%llu injected=%u",
+		      __entry->channel, __entry->value_mc, __entry->seq,
+		      __entry->injected)
 );
 
 /* A zone change: the record every reader of /dev/kml_sensor gets. */
 TRACE_EVENT(alarm,
-	TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, int zone,
-		 s32 low_mc, s32 high_mc),
-	TP_ARGS(channel, value_mc, seq, zone, low_mc, high_mc),
-	TP_STRUCT__entry(
-		__field(unsigned int, channel)
-		__field(int, value_mc)
-		__field(unsigned long long, seq)
-		__field(unsigned int, zone)
-		__field(int, low_mc)
-		__field(int, high_mc)
-	),
-	TP_fast_assign(
-		__entry->channel = channel;
-		__entry->value_mc = value_mc;
-		__entry->seq = seq;
-		__entry->zone = zone;
-		__entry->low_mc = low_mc;
-		__entry->high_mc = high_mc;
-	),
-	TP_printk("channel=%u value_mc=%d seq=%llu zone=%s low_mc=%d high_mc=%d",
-		  __entry->channel, __entry->value_mc, __entry->seq,
-		  kml_show_zone(__entry->zone), __entry->low_mc,
-		  __entry->high_mc)
+	    TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, int zone,
+		     s32 low_mc, s32 high_mc),
+	    TP_ARGS(channel, value_mc, seq, zone, low_mc, high_mc),
+	    TP_STRUCT__entry(__field(unsigned int, channel)
+			     __field(int, value_mc)
+			     __field(unsigned long long, seq)
+			     __field(unsigned int, zone)
+			     __field(int, low_mc)
+			     __field(int, high_mc)),
+	    TP_fast_assign(__entry->channel = channel;
+			   __entry->value_mc = value_mc;
+			   __entry->seq = seq;
+			   __entry->zone = zone;
+			   __entry->low_mc = low_mc;
+			   __entry->high_mc = high_mc;),
+	    TP_printk("channel=%u value_mc=%d seq=%llu zone=%s low_mc=%d high_mc=%d",
+		      __entry->channel, __entry->value_mc, __entry->seq,
+		      kml_show_zone(__entry->zone), __entry->low_mc,
+		      __entry->high_mc)
 );
 
 #endif /* _KML_SENSOR_TRACE_H */

@@ -17,17 +17,13 @@
 #include "../include/kml_compat.h"
 
 TRACE_EVENT(reset,
-	TP_PROTO(const char *set, unsigned int nslots),
-	TP_ARGS(set, nslots),
-	TP_STRUCT__entry(
-		__string(set, set)
-		__field(unsigned int, nslots)
-	),
-	TP_fast_assign(
-		kml_assign_str(set, set);
-		__entry->nslots = nslots;
-	),
-	TP_printk("set=%s nslots=%u", __get_str(set), __entry->nslots)
+	    TP_PROTO(const char *set, unsigned int nslots),
+	    TP_ARGS(set, nslots),
+	    TP_STRUCT__entry(__string(set, set)
+			     __field(unsigned int, nslots)),
+	    TP_fast_assign(kml_assign_str(set, set);
+			   __entry->nslots = nslots;),
+	    TP_printk("set=%s nslots=%u", __get_str(set), __entry->nslots)
 );
 
 #endif /* _KML_STATS_TRACE_H */
