@@ -42,8 +42,8 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
-	     test_kml_trace_parse
-FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter
+	     test_kml_trace_parse test_kml_probe_file
+FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_probe_file
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install dkms-install check-all check-stock check-loaded \
@@ -118,11 +118,15 @@ $(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c $(C
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI)
 
-$(BUILD)/bin/kml-probe: userspace/kml-probe.c $(CLI) uapi/linux/kml_probe.h
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(CLI)
-
 RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
+PROBE_FILE := userspace/kml_probe_file.c
+PROBE_HDR := userspace/kml_probe_file.h userspace/kml_probe_cmd.h uapi/linux/kml_probe.h \
+	     uapi/linux/kml_ring.h userspace/kml_ring_lib.h
+
+$(BUILD)/bin/kml-probe: userspace/kml-probe.c userspace/kml_probe_record.c $(PROBE_FILE) \
+		$(RING_LIB) $(PROBE_HDR) $(CLI)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(RING_LIB) $(CLI)
 
 $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h $(CLI) \
 		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
@@ -229,6 +233,11 @@ $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_probe/kml_probe_logic.c
 
+$(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_FILE) \
+		userspace/kml_probe_file.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(PROBE_FILE)
+
 $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 		modules/kml_ring/kml_ring_logic.c modules/kml_ring/kml_ring_logic.h
 	@mkdir -p $(@D)
@@ -262,6 +271,12 @@ $(BUILD)/fuzz/fuzz_kml_filter: selftests/fuzz/fuzz_kml_filter.c $(FILTER_LIB)
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi -I$(TOP)/userspace \
 		-fsanitize=fuzzer,address,undefined -o $@ $^
+
+$(BUILD)/fuzz/fuzz_kml_probe_file: selftests/fuzz/fuzz_kml_probe_file.c $(PROBE_FILE) \
+		userspace/kml_probe_file.h
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE)
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 

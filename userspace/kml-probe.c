@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kml_cli.h"
+#include "kml_probe_cmd.h"
 
 #include <linux/kml_probe.h>
 
@@ -36,6 +37,13 @@ static void usage(FILE *f)
 		"  reset                   zero every probe's results (root)\n"
 		"  call COUNT DELAY_US [DEPTH]\n"
 		"                          run the built-in test target kml_probe_target (root)\n"
+		"  record [-o FILE] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]\n"
+		"                          every call of each FUNC, one record each, into FILE\n"
+		"                          (default kml-probe.data), while COMMAND runs, for\n"
+		"                          SECONDS, or until ^C (root; needs kml_ring loaded)\n"
+		"  report [FILE] [--force] [--top N]\n"
+		"                          latency histograms and top threads of a recording\n"
+		"                          (--force: one whose recorder was killed)\n"
 		"\n"
 		"  -j, --json              JSON output\n"
 		"  -h, --help              this text\n", prog);
@@ -227,46 +235,18 @@ static int cmd_list(int fd)
 
 static void draw(const struct kml_probe_result *r)
 {
-	uint64_t maxc = 0;
-	int first = -1, last = -1, k;
-
-	for (k = 0; k < KML_PROBE_BUCKETS; k++) {
-		if (!r->hist[k])
-			continue;
-		if (first < 0)
-			first = k;
-		last = k;
-		if (r->hist[k] > maxc)
-			maxc = r->hist[k];
-	}
 	if (json) {
-		printf("{\"func\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"nmissed\":%llu,\"buckets\":[",
+		printf("{\"func\":\"%s\",\"count\":%llu,\"sum_ns\":%llu,\"nmissed\":%llu,\"buckets\":",
 		       r->func, (unsigned long long)r->count,
 		       (unsigned long long)r->sum_ns, (unsigned long long)r->nmissed);
-		for (k = first; first >= 0 && k <= last; k++)
-			printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
-			       k == first ? "" : ",",
-			       k ? 1ULL << (k - 1) : 0ULL,
-			       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
-			       (unsigned long long)r->hist[k]);
-		printf("]}\n");
+		kml_probe_json_buckets(r->hist);
+		printf("}\n");
 		return;
 	}
 	printf("Function = %s  (%llu calls, %llu missed)%s\n", r->func,
 	       (unsigned long long)r->count, (unsigned long long)r->nmissed,
 	       r->state & KML_PROBE_S_GONE ? "  GONE: its module was unloaded" : "");
-	printf("%26s : %-10s %-40s\n", "nsecs", "count", "distribution");
-	for (k = first; first >= 0 && k <= last; k++) {
-		unsigned long long lo = k ? 1ULL << (k - 1) : 0;
-		unsigned long long hi = k == 0 ? 0 : k == 64 ? ~0ULL : (1ULL << k) - 1;
-		int bar = (int)(r->hist[k] * 40 / maxc), i;
-
-		printf("%12llu -> %-11llu : %-10llu |", lo, hi,
-		       (unsigned long long)r->hist[k]);
-		for (i = 0; i < 40; i++)
-			putchar(i < bar ? '*' : ' ');
-		printf("|\n");
-	}
+	kml_probe_draw_hist(r->hist);
 	if (r->count)
 		printf("avg = %llu nsecs, min = %llu, max = %llu\n",
 		       (unsigned long long)(r->sum_ns / r->count),
@@ -346,9 +326,13 @@ int main(int argc, char **argv)
 	}
 	argc -= i;
 	argv += i;
+	/* report reads a file: it needs no module. */
+	if (!strcmp(argv[0], "report"))
+		return kml_probe_report(argc, argv, json);
 	if (strcmp(argv[0], "attach") && strcmp(argv[0], "detach") &&
 	    strcmp(argv[0], "list") && strcmp(argv[0], "hist") &&
-	    strcmp(argv[0], "reset") && strcmp(argv[0], "call")) {
+	    strcmp(argv[0], "reset") && strcmp(argv[0], "call") &&
+	    strcmp(argv[0], "record")) {
 		fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[0]);
 		usage(stderr);
 		return 2;
@@ -364,6 +348,8 @@ int main(int argc, char **argv)
 		ret = cmd_hist(fd, argc, argv);
 	} else if (!strcmp(argv[0], "call")) {
 		ret = cmd_call(fd, argc, argv);
+	} else if (!strcmp(argv[0], "record")) {
+		ret = kml_probe_record(fd, argc, argv);
 	} else {
 		if (ioctl(fd, KML_PROBE_IOC_RESET))
 			failed("reset", NULL);

@@ -113,6 +113,21 @@ int kml_probe_check_call(const struct kml_probe_call *c)
 }
 
 /**
+ * kml_probe_check_record() - validate a RECORD argument
+ * @rc: the argument; its output fields are not looked at
+ *
+ * Return: 0, or -EINVAL for a bad name, flags or reserved bits, or a
+ * descriptor below -1 (-1 is "stop").
+ */
+int kml_probe_check_record(const struct kml_probe_record *rc)
+{
+	if (kml_probe_check_name(rc->func, sizeof(rc->func)) ||
+	    rc->flags || rc->reserved || rc->ring_fd < -1)
+		return -EINVAL;
+	return 0;
+}
+
+/**
  * kml_probe_pass() - does a call pass the probe's filters?
  * @a: the probe's settings
  * @task: is the caller the thread (%KML_PROBE_F_PID) or in the process

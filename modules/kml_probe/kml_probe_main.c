@@ -33,7 +33,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/capability.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kallsyms.h>
 #include <linux/kprobes.h>
@@ -42,9 +44,11 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/pid.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
+#include <linux/smp.h>
 #include <linux/sched/signal.h>
 #include <linux/seqlock.h>
 #include <linux/slab.h>
@@ -52,6 +56,7 @@
 #include <linux/uaccess.h>
 
 #include "../include/kml_ioctl.h"
+#include "../include/kml_ring.h"
 #include "../include/kml_stats.h"
 #include "../kml_stats/kml_stats_logic.h"
 #include "kml_probe_logic.h"
@@ -78,6 +83,20 @@ struct kml_minmax {
 struct kml_last {
 	u64 args[KML_PROBE_MAX_ARGS];
 	u64 ret;
+};
+
+/*
+ * A recording (KML_PROBE_IOC_RECORD): where this function's calls go.
+ * kml_ring is optional, so its writer is looked up at run time
+ * (symbol_get()), and the ring's file pins ring and module until the
+ * recording ends.
+ */
+struct kml_rec {
+	struct file *ring;
+	int (*write)(struct file *ring, u32 type, const void *data, u32 len);
+	u32 id;
+	atomic64_t written;
+	atomic64_t lost;
 };
 
 /* One probed function. */
@@ -107,6 +126,7 @@ struct kml_fn {
 	raw_spinlock_t last_lock;
 	seqcount_t last_seq;
 	struct kml_last last;
+	struct kml_rec __rcu *rec;	/* set under kml_probe_lock */
 };
 
 /* What the entry handler leaves for the return handler, per call. */
@@ -199,12 +219,48 @@ static void kml_publish_last(struct kml_fn *fn, const struct kml_inst *in,
 
 NOKPROBE_SYMBOL(kml_publish_last);
 
+/*
+ * Recording: one record per measured call, into the recorder's ring.
+ * kml_ring_write_file() is made for this context: it never waits on its
+ * own CPU. A record it cannot write is counted lost, never dropped
+ * silently.
+ */
+static void kml_record_call(struct kml_fn *fn, const struct kml_inst *in,
+			    u64 ns, u64 ret)
+{
+	struct kml_probe_event ev = {
+		.start_ns = in->t0,
+		.duration_ns = ns,
+		.ret = ret,
+		.pid = task_pid_nr(current),
+		.tgid = task_tgid_nr(current),
+		.cpu = smp_processor_id(),
+		.nargs = fn->cfg.nargs,
+	};
+	struct kml_rec *rec;
+
+	rcu_read_lock();
+	rec = rcu_dereference(fn->rec);
+	if (rec) {
+		/* The instance is reused: only nargs of its args are ours. */
+		memcpy(ev.args, in->args, fn->cfg.nargs * sizeof(ev.args[0]));
+		ev.id = rec->id;
+		if (rec->write(rec->ring, KML_PROBE_REC_CALL, &ev, sizeof(ev)))
+			atomic64_inc(&rec->lost);
+		else
+			atomic64_inc(&rec->written);
+	}
+	rcu_read_unlock();
+}
+
+NOKPROBE_SYMBOL(kml_record_call);
+
 static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kml_fn *fn = container_of(get_kretprobe(ri), struct kml_fn, krp);
 	struct kml_inst *in = (struct kml_inst *)ri->data;
 	struct kml_minmax *mm;
-	u64 ns;
+	u64 ns = 0;	/* the lab's skeleton of step 2 leaves it so */
 
 	/* LAB probe 2: the latency is now minus in->t0. Add it to the
 	 * ST_LATENCY histogram and count ST_CALLS (kml_stats: per-CPU, any
@@ -226,6 +282,9 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	/* LAB probe 2 end */
 	if (fn->cfg.nargs)
 		kml_publish_last(fn, in, regs_return_value(regs));
+	/* Only when someone records (kml-probe record); RCU-checked. */
+	if (rcu_access_pointer(fn->rec))
+		kml_record_call(fn, in, ns, regs_return_value(regs));
 	return 0;
 }
 
@@ -313,8 +372,28 @@ static struct kml_fn *kml_find_locked(const char *func, unsigned int *slot)
 	return NULL;
 }
 
+/*
+ * A recording's end: its counts to @rc, then the ring and kml_ring.ko
+ * are let go. No handler may be using @rec any more.
+ */
+static void kml_rec_free(struct kml_rec *rec, struct kml_probe_record *rc)
+{
+	if (rc) {
+		rc->written = atomic64_read(&rec->written);
+		rc->lost = atomic64_read(&rec->lost);
+	}
+	fput(rec->ring);
+	symbol_put(kml_ring_write_file);
+	kfree(rec);
+}
+
 static void kml_fn_free(struct kml_fn *fn)
 {
+	/* Its probes are gone (or never were): so are their handlers. */
+	struct kml_rec *rec = rcu_dereference_protected(fn->rec, true);
+
+	if (rec)
+		kml_rec_free(rec, NULL);
 	kml_stats_unregister(fn->stats);
 	put_pid(fn->task);
 	free_percpu(fn->minmax);
@@ -700,6 +779,88 @@ static int kml_ioc_call(void __user *uc, unsigned int usize)
 	return ret;
 }
 
+/* RECORD, to start: the ring the caller names gets @fn's calls. */
+static int kml_rec_start_locked(struct kml_fn *fn,
+				const struct kml_probe_record *rc)
+{
+	struct file *(*fget_ring)(int fd);
+	struct kml_rec *rec;
+	int ret;
+
+	lockdep_assert_held(&kml_probe_lock);
+	if (fn->cfg.flags & KML_PROBE_F_COUNT_ONLY)
+		return -EINVAL;
+	if (rcu_access_pointer(fn->rec))
+		return -EBUSY;
+	rec = kzalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT);
+	if (!rec)
+		return -ENOMEM;
+	/* kml_ring is optional: looked up now, not linked against. */
+	fget_ring = symbol_get(kml_ring_fget);
+	rec->write = symbol_get(kml_ring_write_file);
+	ret = -ENODEV;
+	if (!fget_ring || !rec->write)
+		goto out;
+	rec->ring = fget_ring(rc->ring_fd);
+	ret = PTR_ERR_OR_ZERO(rec->ring);
+	if (ret)
+		goto out;
+	rec->id = rc->id;
+	/* Handlers see a whole kml_rec or none (rcu_dereference()). */
+	rcu_assign_pointer(fn->rec, rec);
+	symbol_put(kml_ring_fget);
+	return 0;
+out:
+	if (fget_ring)
+		symbol_put(kml_ring_fget);
+	if (rec->write)
+		symbol_put(kml_ring_write_file);
+	kfree(rec);
+	return ret;
+}
+
+/* RECORD, to stop: unpublish, wait for the handlers, report the counts. */
+static void kml_rec_stop_locked(struct kml_fn *fn, struct kml_probe_record *rc)
+{
+	struct kml_rec *rec;
+
+	rec = rcu_replace_pointer(fn->rec, NULL,
+				  lockdep_is_held(&kml_probe_lock));
+	if (!rec)
+		return;
+	/* Handlers run with preemption off, inside rcu_read_lock() too. */
+	synchronize_rcu();
+	kml_rec_free(rec, rc);
+}
+
+static int kml_ioc_record(void __user *ur, unsigned int usize)
+{
+	struct kml_probe_record rc;
+	struct kml_fn *fn;
+	int ret;
+
+	ret = kml_copy_struct_in(&rc, sizeof(rc), ur, usize, sizeof(rc));
+	if (ret)
+		return ret;
+	if (kml_probe_check_record(&rc))
+		return -EINVAL;
+	rc.written = 0;
+	rc.lost = 0;
+	mutex_lock(&kml_probe_lock);
+	fn = kml_find_locked(rc.func, NULL);
+	ret = -ENOENT;
+	if (fn && rc.ring_fd >= 0) {
+		ret = kml_rec_start_locked(fn, &rc);
+	} else if (fn) {
+		kml_rec_stop_locked(fn, &rc);
+		ret = 0;
+	}
+	mutex_unlock(&kml_probe_lock);
+	if (ret)
+		return ret;
+	return kml_copy_struct_out(ur, usize, &rc, sizeof(rc));
+}
+
 static int kml_ioc_reset(void)
 {
 	unsigned int i;
@@ -730,6 +891,7 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_ATTACH):
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_DETACH):
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_CALL):
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_RECORD):
 		break;
 	default:
 		if (cmd != KML_PROBE_IOC_RESET)
@@ -748,6 +910,8 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 		return kml_ioc_detach(up, usize);
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_CALL):
 		return kml_ioc_call(up, usize);
+	case KML_IOC_NOSIZE(KML_PROBE_IOC_RECORD):
+		return kml_ioc_record(up, usize);
 	default:
 		return kml_ioc_reset();
 	}

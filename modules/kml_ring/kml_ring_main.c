@@ -47,7 +47,9 @@
 
 #include <linux/atomic.h>
 #include <linux/capability.h>
+#include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/irq_work.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -145,8 +147,33 @@ struct kml_ring {
 	struct kml_ring_produce prod;	/* set before the producer starts */
 	kuid_t uid;			/* the opener, charged for the pages */
 	u32 id;				/* in open order, for the tracepoints */
+	struct irq_work wake_work;	/* kml_ring_write_file()'s wake-ups */
 	struct rcu_work free_work;
 };
+
+/*
+ * How many ring write sections (wlock) this CPU is inside. A recorder
+ * writes from kprobe handlers (kml_ring_write_file()), and a handler can
+ * run in the middle of a section: a probe on a function called under
+ * wlock, or an NMI. Spinning there on a lock its own CPU holds would
+ * never end, so every holder marks its CPU before it takes the lock and
+ * the recorder, finding the mark, drops its record (counted) instead.
+ */
+static DEFINE_PER_CPU(unsigned int, kml_wlock_depth);
+
+static void kml_wlock(struct kml_ring *r, unsigned long *flags)
+{
+	local_irq_save(*flags);
+	this_cpu_inc(kml_wlock_depth);
+	spin_lock(&r->wlock);
+}
+
+static void kml_wunlock(struct kml_ring *r, unsigned long flags)
+{
+	spin_unlock(&r->wlock);
+	this_cpu_dec(kml_wlock_depth);
+	local_irq_restore(flags);
+}
 
 /*
  * Every sized ring, for kml_ring_write(): walked under RCU, changed under
@@ -267,7 +294,8 @@ static struct kml_ring_rec *kml_reserve_locked(struct kml_ring *r, u32 type,
 	rec = (void *)(r->data + (r->resv & (r->size - 1)));
 	rec->type = type;
 	rec->size = need;
-	rec->timestamp_ns = ktime_get_ns();
+	/* The NMI-safe reading of CLOCK_MONOTONIC: writers may be probes. */
+	rec->timestamp_ns = ktime_get_mono_fast_ns();
 	r->resv += need;
 	r->produced++;
 	kml_stats_inc(kml_ring_stats, ST_RECORDS);
@@ -366,7 +394,7 @@ int kml_ring_write(u32 type, const void *data, u32 len)
 	list_for_each_entry_rcu(r, &kml_rings, node) {
 		bool wake = false;
 
-		spin_lock_irqsave(&r->wlock, flags);
+		kml_wlock(r, &flags);
 		if (need <= r->size / 4) {
 			rec = kml_reserve_locked(r, type, need);
 			if (rec) {
@@ -378,7 +406,7 @@ int kml_ring_write(u32 type, const void *data, u32 len)
 			}
 			wake = kml_need_wake_locked(r);
 		}
-		spin_unlock_irqrestore(&r->wlock, flags);
+		kml_wunlock(r, flags);
 		/* The ring outlives the RCU read section: see release. */
 		if (wake)
 			kml_wake(r);
@@ -387,6 +415,102 @@ int kml_ring_write(u32 type, const void *data, u32 len)
 	return n;
 }
 EXPORT_SYMBOL_GPL(kml_ring_write);
+
+/* ---- one ring, named by its file: the recorder's way in ---- */
+
+static const struct file_operations kml_ring_fops;
+
+/**
+ * kml_ring_fget() - the ring behind a descriptor of the calling process
+ * @fd: a descriptor of /dev/kml_ring
+ *
+ * The file reference pins the ring, and through the file's owner this
+ * module, until the caller fput()s it; nothing else is needed to call
+ * kml_ring_write_file() meanwhile.
+ *
+ * Return: the file, or ERR_PTR(-EBADF) (not open) or ERR_PTR(-EINVAL)
+ * (some other file).
+ */
+struct file *kml_ring_fget(int fd)
+{
+	struct file *f = fget(fd);
+
+	if (!f)
+		return ERR_PTR(-EBADF);
+	if (f->f_op != &kml_ring_fops) {
+		fput(f);
+		return ERR_PTR(-EINVAL);
+	}
+	return f;
+}
+EXPORT_SYMBOL_GPL(kml_ring_fget);
+
+/* Wake-ups asked for by kml_ring_write_file(), from a safe context. */
+static void kml_wake_work(struct irq_work *work)
+{
+	kml_wake(container_of(work, struct kml_ring, wake_work));
+}
+
+/**
+ * kml_ring_write_file() - write one record to one ring, from any context
+ * @ring: a file from kml_ring_fget()
+ * @type: record type, at least %KML_RING_REC_USER_BASE
+ * @data: payload
+ * @len: payload bytes, at most a quarter of the ring
+ *
+ * Unlike kml_ring_write(), this one is made for probe handlers, which run
+ * wherever the probed function runs: in hard interrupts, in NMIs, with
+ * any lock held, even inside this module's own write sections. So it
+ * never waits for this CPU: it gives the record up if the CPU is already
+ * inside a ring write section (kml_wlock_depth) and, in an NMI, if the
+ * lock is taken at all; it only spins on a lock another CPU holds, which
+ * holds it for one record. And it never wakes a sleeper itself (that
+ * takes the wait queue's lock, and the scheduler's): an irq_work does it
+ * as soon as interrupts are on again.
+ *
+ * Return: 0 when written; -ENOSPC when the ring was full (counted in its
+ * &kml_ring_ctrl.lost), unsized or too small for the record, -EBUSY when
+ * this CPU could not write without waiting on itself, -EINVAL for a
+ * reserved type. Every failure is a record lost: the caller counts it.
+ */
+int kml_ring_write_file(struct file *ring, u32 type, const void *data, u32 len)
+{
+	u32 need = kml_ring_align(sizeof(struct kml_ring_rec) + len);
+	struct kml_ring *r = ring->private_data;
+	struct kml_ring_rec *rec = NULL;
+	unsigned long flags;
+	bool wake;
+
+	if (type < KML_RING_REC_USER_BASE || len > KML_RING_MAX_PAYLOAD)
+		return -EINVAL;
+	local_irq_save(flags);
+	if (this_cpu_read(kml_wlock_depth)) {
+		local_irq_restore(flags);
+		return -EBUSY;
+	}
+	/* Marked before locking, as kml_wlock() does: see there. */
+	this_cpu_inc(kml_wlock_depth);
+	if (!in_nmi()) {
+		spin_lock(&r->wlock);
+	} else if (!spin_trylock(&r->wlock)) {
+		this_cpu_dec(kml_wlock_depth);
+		local_irq_restore(flags);
+		return -EBUSY;
+	}
+	if (r->size && need <= r->size / 4)
+		rec = kml_reserve_locked(r, type, need);
+	if (rec) {
+		memcpy(rec + 1, data, len);
+		memset((u8 *)(rec + 1) + len, 0, need - sizeof(*rec) - len);
+		kml_publish_locked(r);
+	}
+	wake = r->size && kml_need_wake_locked(r);
+	kml_wunlock(r, flags);
+	if (wake)
+		irq_work_queue(&r->wake_work);
+	return rec ? 0 : -ENOSPC;
+}
+EXPORT_SYMBOL_GPL(kml_ring_write_file);
 
 /* ---- the built-in producer ---- */
 
@@ -402,16 +526,16 @@ static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 	unsigned long flags;
 	bool wake;
 
-	spin_lock_irqsave(&r->wlock, flags);
+	kml_wlock(r, &flags);
 	rec = kml_reserve_locked(r, KML_RING_REC_SAMPLE, size);
 	if (!rec) {
 		/* Lost: perhaps a sleeper the last crossing missed. */
 		wake = kml_need_wake_locked(r);
-		spin_unlock_irqrestore(&r->wlock, flags);
+		kml_wunlock(r, flags);
 		goto out;
 	}
 	r->filling++;
-	spin_unlock_irqrestore(&r->wlock, flags);
+	kml_wunlock(r, flags);
 
 	/* Ours alone until published; the area stays (SET_SIZE stops us). */
 	s = (void *)(rec + 1);
@@ -424,11 +548,11 @@ static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 		s->csum = kml_ring_csum(s->data, s->len);
 	}
 
-	spin_lock_irqsave(&r->wlock, flags);
+	kml_wlock(r, &flags);
 	r->filling--;
 	kml_publish_locked(r);
 	wake = kml_need_wake_locked(r);
-	spin_unlock_irqrestore(&r->wlock, flags);
+	kml_wunlock(r, flags);
 out:
 	if (wake)
 		kml_wake(r);
@@ -558,7 +682,7 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	}
 	/* LAB ring 1 end: return -EOPNOTSUPP; */
 
-	spin_lock_irqsave(&r->wlock, flags);
+	kml_wlock(r, &flags);
 	old_pages = r->pages;
 	old_n = r->pages ? r->npages + 1 : 0;
 	old_data = r->data;
@@ -577,7 +701,7 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	r->ctrl->page_size = PAGE_SIZE;
 	r->ctrl->data_size = r->size;
 	r->ctrl->watermark = r->watermark;
-	spin_unlock_irqrestore(&r->wlock, flags);
+	kml_wunlock(r, flags);
 	kml_ring_free_pages(old_pages, old_n, old_data);
 	kml_budget_give(old_n);
 	kml_user_give(r->uid, old_n);
@@ -705,7 +829,7 @@ static bool kml_readable(struct kml_ring *r, bool arm)
 	unsigned long flags;
 	bool ret = false;
 
-	spin_lock_irqsave(&r->wlock, flags);
+	kml_wlock(r, &flags);
 	/*
 	 * Armed even when readable: an edge-triggered epoll rechecks only
 	 * when woken, and must be woken at the next crossing. And armed
@@ -715,7 +839,7 @@ static bool kml_readable(struct kml_ring *r, bool arm)
 		r->poll_armed = true;
 	if (r->size)
 		ret = r->head - kml_tail_locked(r) >= (arm ? r->watermark : 1);
-	spin_unlock_irqrestore(&r->wlock, flags);
+	kml_wunlock(r, flags);
 	return ret;
 }
 
@@ -827,11 +951,11 @@ static long kml_set_watermark(struct kml_ring *r, u64 wm)
 	lockdep_assert_held(&r->lock);
 	if (wm < 1 || wm > max)
 		return -EINVAL;
-	spin_lock_irqsave(&r->wlock, flags);
+	kml_wlock(r, &flags);
 	r->watermark = wm;
 	if (r->ctrl)
 		WRITE_ONCE(r->ctrl->watermark, wm);
-	spin_unlock_irqrestore(&r->wlock, flags);
+	kml_wunlock(r, flags);
 	/* A lower watermark may already be met: let them look. */
 	wake_up_interruptible(&r->wq);
 	return 0;
@@ -918,6 +1042,7 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 	r->watermark = 1;
 	r->uid = current_uid();
 	r->id = atomic_inc_return(&kml_ring_ids);
+	init_irq_work(&r->wake_work, kml_wake_work);
 	file->private_data = r;
 	return 0;
 }
@@ -946,6 +1071,8 @@ static int kml_ring_release(struct inode *inode, struct file *file)
 	mutex_lock(&r->lock);
 	kml_stop_locked(r);
 	mutex_unlock(&r->lock);
+	/* Recorders held the file: their last wake-up may still be queued. */
+	irq_work_sync(&r->wake_work);
 	/*
 	 * The budgets count rings, not pages in flight: a closed ring's
 	 * pages go back at once, even though they are freed a grace period

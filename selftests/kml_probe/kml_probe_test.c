@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/kml_probe.h>
+#include <linux/kml_ring.h>
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
@@ -2087,6 +2089,533 @@ TEST_F_TIMEOUT(trace, events_come_and_go_with_the_module, 300)
 	ASSERT_NE(NULL, text);
 	EXPECT_EQ(2, kml_trace_count(text, "call")) TH_LOG("%s", text);
 	free(text);
+}
+
+/* ---- recording: calls as records in a kml_ring (kml-probe record) ---- */
+
+#define RING_KO	"modules/kml_ring/kml_ring.ko"
+
+static int ring_open(unsigned int pages)
+{
+	int fd = open(KML_RING_DEVICE, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	uint32_t n = pages;
+
+	if (fd < 0)
+		return -errno;
+	if (pages && ioctl(fd, KML_RING_IOC_SET_SIZE, &n)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int record(int fd, const char *func, int ring_fd, uint32_t id,
+		  struct kml_probe_record *out)
+{
+	struct kml_probe_record rc = { .ring_fd = ring_fd, .id = id };
+	int ret;
+
+	snprintf(rc.func, sizeof(rc.func), "%s", func);
+	ret = ioctl(fd, KML_PROBE_IOC_RECORD, &rc) ? -errno : 0;
+	if (out)
+		*out = rc;
+	return ret;
+}
+
+/* Every record in the ring, read() out: the call records to @ev (at most @max). */
+static long drain_calls(int ring, struct kml_probe_event *ev, long max, long *others)
+{
+	static uint8_t buf[1 << 16];
+	long n = 0;
+	ssize_t len;
+
+	while ((len = read(ring, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off < len;) {
+			const struct kml_ring_rec *rec = (const void *)(buf + off);
+
+			if (rec->type == KML_PROBE_REC_CALL &&
+			    rec->size == sizeof(*rec) + sizeof(*ev)) {
+				if (n < max)
+					memcpy(&ev[n], rec + 1, sizeof(*ev));
+				n++;
+			} else if (others) {
+				(*others)++;
+			}
+			off += rec->size;
+		}
+	}
+	return len < 0 && errno != EAGAIN ? -errno : n;
+}
+
+FIXTURE(record) {
+	int fd;
+	int ring;
+};
+
+FIXTURE_SETUP(record)
+{
+	self->ring = -1;
+	ASSERT_EQ(0, reload_probe());
+	ASSERT_EQ(0, kml_load_once(RING_KO, ""));
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 3));
+}
+
+FIXTURE_TEARDOWN(record)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->ring >= 0)
+		close(self->ring);
+	/* Recordings end with their probes: the ring module is free again. */
+	kml_unload("kml_probe");
+	kml_unload("kml_ring");
+}
+
+/*
+ * One record per measured call, exactly, with what the call was: its
+ * arguments, return value, thread, and the very latency the histogram
+ * counted (the sums agree to the nanosecond).
+ */
+TEST_F_TIMEOUT(record, one_record_per_call_exactly, 300)
+{
+	static struct kml_probe_event ev[2000];
+	struct kml_probe_record rc;
+	struct kml_probe_result r;
+	long n, others = 0;
+
+	self->ring = ring_open(256);	/* room for all 2000: no consumer needed */
+	ASSERT_GE(self->ring, 0);
+	ASSERT_EQ(0, record(self->fd, TARGET, self->ring, 5, NULL));
+	ASSERT_EQ(0, call(self->fd, 42, 2000, 0, 0));
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, &rc));
+	EXPECT_EQ(2000, rc.written);
+	EXPECT_EQ(0, rc.lost);
+	/* Stopped: calls now go nowhere. */
+	ASSERT_EQ(0, call(self->fd, 42, 10, 0, 0));
+	n = drain_calls(self->ring, ev, 2000, &others);
+	ASSERT_EQ(2000, n);
+	EXPECT_EQ(0, others);
+	for (long i = 0; i < n; i++) {
+		ASSERT_EQ(5, ev[i].id);
+		ASSERT_EQ(3, ev[i].nargs);
+		ASSERT_EQ(42, ev[i].args[0]);
+		ASSERT_EQ(0, ev[i].args[1]);	/* depth */
+		ASSERT_EQ(0, ev[i].args[3] | ev[i].args[4] | ev[i].args[5]);
+		ASSERT_EQ(42, ev[i].ret);	/* arg + depth */
+		ASSERT_EQ(gettid(), (pid_t)ev[i].pid);
+		ASSERT_EQ(getpid(), (pid_t)ev[i].tgid);
+		ASSERT_EQ(0, ev[i].reserved);
+		ASSERT_NE(0, ev[i].start_ns);
+	}
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(2010, r.count);
+}
+
+TEST_F_TIMEOUT(record, latencies_are_the_histograms, 300)
+{
+	static struct kml_probe_event ev[500];
+	struct kml_probe_result r;
+	uint64_t sum = 0, hist[KML_PROBE_BUCKETS] = { 0 };
+	long n;
+
+	self->ring = ring_open(64);
+	ASSERT_GE(self->ring, 0);
+	ASSERT_EQ(0, ioctl(self->fd, KML_PROBE_IOC_RESET));
+	ASSERT_EQ(0, record(self->fd, TARGET, self->ring, 0, NULL));
+	ASSERT_EQ(0, call(self->fd, 1, 500, 0, 1000));
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, NULL));
+	n = drain_calls(self->ring, ev, 500, NULL);
+	ASSERT_EQ(500, n);
+	for (long i = 0; i < n; i++) {
+		sum += ev[i].duration_ns;
+		hist[bucket(ev[i].duration_ns)]++;
+		ASSERT_GE(ev[i].duration_ns, 1000);	/* it busy-waits 1 us */
+	}
+	ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	EXPECT_EQ(500, r.count);
+	EXPECT_EQ(r.sum_ns, sum);
+	EXPECT_EQ(0, memcmp(r.hist, hist, sizeof(hist)));
+}
+
+/*
+ * Nested calls: written as they return, innermost first, each inside
+ * its caller's interval, each with its own depth and return value.
+ */
+TEST_F_TIMEOUT(record, nested_calls_innermost_first, 300)
+{
+	static struct kml_probe_event ev[300];
+	long n;
+
+	self->ring = ring_open(64);
+	ASSERT_GE(self->ring, 0);
+	ASSERT_EQ(0, record(self->fd, TARGET, self->ring, 1, NULL));
+	ASSERT_EQ(0, call(self->fd, 10, 100, 2, 0));
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, NULL));
+	n = drain_calls(self->ring, ev, 300, NULL);
+	ASSERT_EQ(300, n);
+	for (long i = 0; i < n; i += 3) {
+		for (int d = 0; d < 3; d++) {
+			ASSERT_EQ((uint64_t)d, ev[i + d].args[1]) TH_LOG("call %ld", i + d);
+			ASSERT_EQ(10U + d, ev[i + d].ret);
+		}
+		for (int d = 0; d < 2; d++) {
+			const struct kml_probe_event *in = &ev[i + d], *out = &ev[i + d + 1];
+
+			ASSERT_LE(out->start_ns, in->start_ns);
+			ASSERT_LE(in->start_ns + in->duration_ns,
+				  out->start_ns + out->duration_ns);
+		}
+	}
+}
+
+/*
+ * A consumer that never reads: the ring fills, and every call after that
+ * is counted lost, by the kernel, to the call: written + lost = calls,
+ * the ring holds exactly the written ones, and its own lost count agrees.
+ */
+TEST_F_TIMEOUT(record, stalled_consumer_loses_and_counts, 300)
+{
+	static struct kml_probe_event ev[1000];
+	struct kml_probe_record rc;
+	struct kml_ring_ctrl *ctrl;
+	long n;
+
+	self->ring = ring_open(1);	/* 4 KiB: 36 records */
+	ASSERT_GE(self->ring, 0);
+	ctrl = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, self->ring, 0);
+	ASSERT_NE(MAP_FAILED, ctrl);
+	ASSERT_EQ(0, record(self->fd, TARGET, self->ring, 0, NULL));
+	ASSERT_EQ(0, call(self->fd, 1, 1000, 0, 0));
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, &rc));
+	EXPECT_EQ(1000, rc.written + rc.lost);
+	EXPECT_GT(rc.lost, 900);
+	EXPECT_EQ(rc.lost, ctrl->lost);
+	n = drain_calls(self->ring, ev, 1000, NULL);
+	EXPECT_EQ((long)rc.written, n);
+	munmap(ctrl, getpagesize());
+}
+
+TEST_F_TIMEOUT(record, errors, 300)
+{
+	struct kml_probe_record rc = { .ring_fd = -1 };
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	ASSERT_GE(null, 0);
+	self->ring = ring_open(0);	/* unsized: records are lost, counted */
+	ASSERT_GE(self->ring, 0);
+	EXPECT_EQ(-ENOENT, record(self->fd, "vfs_read", self->ring, 0, NULL));
+	EXPECT_EQ(-ENOENT, record(self->fd, "vfs_read", -1, 0, NULL));
+	EXPECT_EQ(-EBADF, record(self->fd, TARGET, 1000, 0, NULL));
+	EXPECT_EQ(-EINVAL, record(self->fd, TARGET, null, 0, NULL)) TH_LOG("not a ring");
+	EXPECT_EQ(-EINVAL, record(self->fd, TARGET, self->fd, 0, NULL)) TH_LOG("not a ring");
+	EXPECT_EQ(-EINVAL, record(self->fd, TARGET, -2, 0, NULL));
+	strcpy(rc.func, TARGET);
+	rc.ring_fd = self->ring;
+	rc.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_RECORD, &rc));
+	EXPECT_EQ(EINVAL, errno);
+	rc.flags = 0;
+	rc.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_RECORD, &rc));
+	EXPECT_EQ(EINVAL, errno);
+	memset(rc.func, 'x', sizeof(rc.func));	/* no NUL */
+	rc.reserved = 0;
+	EXPECT_EQ(-1, ioctl(self->fd, KML_PROBE_IOC_RECORD, &rc));
+	EXPECT_EQ(EINVAL, errno);
+	/* Stopping what is not recording: nothing to report, no error. */
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, &rc));
+	EXPECT_EQ(0, rc.written | rc.lost);
+	/* One recording per function at a time. */
+	ASSERT_EQ(0, record(self->fd, TARGET, self->ring, 0, NULL));
+	EXPECT_EQ(-EBUSY, record(self->fd, TARGET, self->ring, 0, NULL));
+	ASSERT_EQ(0, call(self->fd, 1, 3, 0, 0));
+	ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, &rc));
+	EXPECT_EQ(0, rc.written);
+	EXPECT_EQ(3, rc.lost) TH_LOG("an unsized ring loses, and says so");
+	/* A count-only probe has no calls to record. */
+	ASSERT_EQ(0, attach(self->fd, "vfs_read", KML_PROBE_F_COUNT_ONLY, 0));
+	EXPECT_EQ(-EINVAL, record(self->fd, "vfs_read", self->ring, 0, NULL));
+	ASSERT_EQ(0, detach(self->fd, "vfs_read"));
+	/* The ring module gone: -ENODEV, whatever the descriptor. */
+	close(self->ring);
+	self->ring = -1;
+	ASSERT_EQ(0, kml_unload("kml_ring"));
+	EXPECT_EQ(-ENODEV, record(self->fd, TARGET, null, 0, NULL));
+	close(null);
+}
+
+TEST_F_TIMEOUT(record, unprivileged_cannot_record, 300)
+{
+	pid_t pid;
+	int status;
+
+	self->ring = ring_open(4);
+	ASSERT_GE(self->ring, 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		fd = open(DEV, O_RDONLY);
+		if (fd < 0)
+			_exit(11);
+		if (record(fd, TARGET, self->ring, 0, NULL) != -EPERM)
+			_exit(12);
+		/* Nor through root's descriptor: the check is of the caller. */
+		if (record(self->fd, TARGET, -1, 0, NULL) != -EPERM)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * A recording holds its ring and kml_ring.ko: closing the descriptor
+ * does not end it, rmmod kml_ring is refused while it lasts, and DETACH
+ * (or rmmod kml_probe) ends it and lets both go.
+ */
+TEST_F_TIMEOUT(record, a_recording_holds_ring_and_module, 300)
+{
+	int ring = ring_open(4);
+
+	ASSERT_GE(ring, 0);
+	ASSERT_EQ(0, record(self->fd, TARGET, ring, 0, NULL));
+	close(ring);
+	ASSERT_EQ(0, call(self->fd, 1, 5, 0, 0));
+	ASSERT_NE(0, syscall(SYS_delete_module, "kml_ring", O_NONBLOCK));
+	ASSERT_EQ(EWOULDBLOCK, errno) TH_LOG("kml_ring must be in use");
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	ASSERT_EQ(0, kml_unload("kml_ring"));
+
+	/* The same through rmmod kml_probe, which ends every recording. */
+	ASSERT_EQ(0, kml_load_once(RING_KO, ""));
+	ring = ring_open(4);
+	ASSERT_GE(ring, 0);
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	ASSERT_EQ(0, record(self->fd, TARGET, ring, 0, NULL));
+	close(ring);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kml_unload("kml_probe"));
+	ASSERT_EQ(0, kml_unload("kml_ring"));
+}
+
+struct rec_race {
+	int fd, ring;
+	atomic_int stop;
+	long rounds;
+};
+
+static void *race_calls(void *arg)
+{
+	struct rec_race *x = arg;
+
+	while (!atomic_load(&x->stop))
+		call(x->fd, 3, 200, 1, 0);
+	return NULL;
+}
+
+static void *race_consume(void *arg)
+{
+	struct rec_race *x = arg;
+	static uint8_t buf[1 << 14];
+	uint32_t pages = 1;
+
+	while (!atomic_load(&x->stop)) {
+		while (read(x->ring, buf, sizeof(buf)) > 0)
+			;
+		/* Resizing under the writers, unmapped: allowed, and empties it. */
+		pages = pages == 1 ? 8 : 1;
+		ioctl(x->ring, KML_RING_IOC_SET_SIZE, &pages);
+	}
+	return NULL;
+}
+
+/*
+ * Calls on one thread, a consumer resizing the ring on another, and the
+ * recording started and stopped, the probe detached and attached, over
+ * and over: each stop's counts add up, nothing crashes or leaks (the
+ * debug kernel's KASAN and kmemleak watch), and at the end rmmod of
+ * both modules works.
+ */
+TEST_F_TIMEOUT(record, start_stop_detach_race_with_calls_and_resizes, 300)
+{
+	struct rec_race x = { .fd = self->fd };
+	pthread_t t1, t2;
+	double end = now_s() + 3;
+
+	x.ring = ring_open(8);
+	ASSERT_GE(x.ring, 0);
+	ASSERT_EQ(0, pthread_create(&t1, NULL, race_calls, &x));
+	ASSERT_EQ(0, pthread_create(&t2, NULL, race_consume, &x));
+	/* At least 40 rounds, however slow the machine; 3 s if more fit. */
+	for (x.rounds = 0; x.rounds < 40 || (now_s() < end && x.rounds < 2000); x.rounds++) {
+		struct kml_probe_record rc;
+
+		ASSERT_EQ(0, record(self->fd, TARGET, x.ring, (uint32_t)x.rounds, NULL));
+		usleep(1000);
+		if (x.rounds % 3 == 0) {
+			ASSERT_EQ(0, detach(self->fd, TARGET));
+			ASSERT_EQ(0, attach(self->fd, TARGET, 0, 2));
+			continue;
+		}
+		ASSERT_EQ(0, record(self->fd, TARGET, -1, 0, &rc));
+	}
+	atomic_store(&x.stop, 1);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	ASSERT_EQ(0, record(self->fd, TARGET, x.ring, 0, NULL));
+	close(x.ring);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kml_unload("kml_probe"));
+	ASSERT_EQ(0, kml_unload("kml_ring"));
+}
+
+/* ---- the client: kml-probe record / report ---- */
+
+static long json_num(const char *json, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(json, k);
+	return p ? strtol(p + strlen(k), NULL, 10) : -1;
+}
+
+TEST_F_TIMEOUT(record, client_records_a_command_exactly, 600)
+{
+	char cmd[1024], out[8192];
+
+	ASSERT_EQ(0, detach(self->fd, TARGET));	/* the client attaches it */
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/rec.data -a 3 " TARGET
+				" -- %s/kml-probe call 500 0 2", getenv("KMODLAB_BIN")))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "recorded 1500 calls of 1 function in /tmp/rec.data"))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/rec.data")) TH_LOG("%s", out);
+	EXPECT_EQ(1500, json_num(out, "records")) TH_LOG("%s", out);
+	EXPECT_EQ(1500, json_num(out, "calls"));
+	EXPECT_EQ(1500, json_num(out, "written"));
+	EXPECT_EQ(0, json_num(out, "lost"));
+	EXPECT_EQ(3, json_num(out, "nargs"));
+	EXPECT_NE(NULL, strstr(out, "\"complete\":true"));
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "report /tmp/rec.data")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "Function = " TARGET "  (1500 calls recorded, 0 lost"))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "Top threads:")) TH_LOG("%s", out);
+	/* It detached what it attached. */
+	EXPECT_EQ(-ENOENT, detach(self->fd, TARGET));
+}
+
+TEST_F_TIMEOUT(record, client_refuses_damaged_files, 600)
+{
+	char cmd[1024], out[8192];
+
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/d.data " TARGET
+				" -- %s/kml-probe call 50 0", getenv("KMODLAB_BIN")))
+		TH_LOG("%s", out);
+	/* Cut anywhere: one line, exit status 1. */
+	ASSERT_EQ(0, kml_run("head -c 500 /tmp/d.data > /tmp/cut.data", out, sizeof(out)));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/cut.data"));
+	EXPECT_NE(NULL, strstr(out, "kml-probe: /tmp/cut.data: truncated")) TH_LOG("%s", out);
+	EXPECT_EQ(out + strlen(out) - 1, strchr(out, '\n')) TH_LOG("one line: %s", out);
+	ASSERT_EQ(0, kml_run("printf 'XXXX' | dd of=/tmp/d.data bs=1 seek=0 conv=notrunc 2>/dev/null",
+			     out, sizeof(out)));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/d.data"));
+	EXPECT_NE(NULL, strstr(out, "not a kml-probe record file")) TH_LOG("%s", out);
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/no-such.data"));
+	EXPECT_NE(NULL, strstr(out, "cannot read /tmp/no-such.data")) TH_LOG("%s", out);
+}
+
+/*
+ * Starts `kml-probe record ARGS...` and returns once it says it is
+ * recording (its first line on stderr), so that calls made after this
+ * are recorded, however slow the machine.
+ */
+static pid_t spawn_recorder(const char *a1, const char *a2, const char *a3,
+			    const char *a4, const char *a5)
+{
+	char path[512], line[512];
+	int p[2];
+	pid_t pid;
+	FILE *f;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		snprintf(path, sizeof(path), "%s/kml-probe", getenv("KMODLAB_BIN"));
+		dup2(p[1], 2);
+		close(p[0]);
+		execl(path, "kml-probe", "record", a1, a2, a3, a4, a5, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	f = fdopen(p[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) || !strstr(line, "recording")) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		return -1;
+	}
+	/* Its later lines go nowhere: a closed pipe would SIGPIPE it. */
+	if (fork() == 0) {
+		while (fgets(line, sizeof(line), f))
+			;
+		_exit(0);
+	}
+	fclose(f);
+	return pid;
+}
+
+/*
+ * A recorder stopped (SIGSTOP) while calls pour in: its ring overflows,
+ * and the file says exactly how many calls were not recorded. Then one
+ * killed outright: report refuses the file, and --force reads it.
+ */
+TEST_F_TIMEOUT(record, client_stalled_then_killed, 600)
+{
+	char cmd[1024], out[8192];
+	pid_t rec;
+	int status;
+
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	rec = spawn_recorder("-o", "/tmp/s.data", "-m", "1", TARGET);
+	ASSERT_GT(rec, 0);
+	ASSERT_EQ(0, kill(rec, SIGSTOP));
+	ASSERT_EQ(0, call(self->fd, 1, 1000, 0, 0));
+	ASSERT_EQ(0, kill(rec, SIGCONT));
+	ASSERT_EQ(0, kill(rec, SIGINT));
+	ASSERT_EQ(rec, waitpid(rec, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/s.data")) TH_LOG("%s", out);
+	EXPECT_EQ(1000, json_num(out, "written") + json_num(out, "lost")) TH_LOG("%s", out);
+	EXPECT_GT(json_num(out, "lost"), 0) TH_LOG("%s", out);
+	EXPECT_EQ(json_num(out, "written"), json_num(out, "records"));
+	EXPECT_EQ(json_num(out, "lost"), json_num(out, "ring_lost")) TH_LOG("%s", out);
+
+	/* Killed: no totals, no end record. */
+	rec = spawn_recorder("-o", "/tmp/k.data", "-a", "1", TARGET);
+	ASSERT_GT(rec, 0);
+	ASSERT_EQ(0, call(self->fd, 1, 20, 0, 0));
+	usleep(500000);	/* it copies every 100 ms */
+	ASSERT_EQ(0, kill(rec, SIGKILL));
+	ASSERT_EQ(rec, waitpid(rec, &status, 0));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/k.data"));
+	EXPECT_NE(NULL, strstr(out, "no end record")) TH_LOG("%s", out);
+	EXPECT_EQ(0, KML_CLIENT("kml-probe", "report --force /tmp/k.data")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "INCOMPLETE")) TH_LOG("%s", out);
+	/* The killed recorder's probe and recording are left; clean up. */
+	EXPECT_EQ(0, detach(self->fd, TARGET));
 }
 
 TEST_HARNESS_MAIN

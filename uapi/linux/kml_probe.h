@@ -19,8 +19,8 @@
  * min/max, missed and filtered counts. The captured arguments and return
  * values (kernel pointers, often) are zeroed for callers without
  * CAP_SYS_ADMIN, and %KML_PROBE_S_REDACTED says so; a filter's PID or
- * argument value is never reported. ATTACH, DETACH, RESET and CALL need
- * CAP_SYS_ADMIN (-EPERM).
+ * argument value is never reported. ATTACH, DETACH, RESET, CALL and
+ * RECORD need CAP_SYS_ADMIN (-EPERM).
  *
  * ioctl magic 0xBD, numbers 0x10-0x1F (0x00-0x0F are kml_sensor's).
  */
@@ -174,6 +174,77 @@ struct kml_probe_call {
 	__u32 count;
 };
 
+/*
+ * Recording: every measured call of a function, as one record in a
+ * kml_ring (uapi/linux/kml_ring.h) that the recorder maps, like perf
+ * record's events in perf's ring. Each record is a struct kml_ring_rec
+ * of type %KML_PROBE_REC_CALL followed by a struct kml_probe_event.
+ */
+#define KML_PROBE_REC_CALL	0x110	/* a kml_ring type, >= KML_RING_REC_USER_BASE */
+
+/**
+ * struct kml_probe_event - one measured call (a %KML_PROBE_REC_CALL record)
+ * @start_ns: when it was entered, CLOCK_MONOTONIC
+ * @duration_ns: its latency, as counted in the histogram
+ * @ret: its return value
+ * @args: its first @nargs arguments; the rest are zero
+ * @pid: the thread that made it (thread id in the initial PID namespace)
+ * @tgid: its process
+ * @cpu: the CPU it returned on
+ * @id: the recording's tag, &kml_probe_record.id
+ * @nargs: arguments captured (the probe's &kml_probe_attach.nargs)
+ * @reserved: zero
+ *
+ * A nested call's record comes before its caller's: records are written
+ * when calls return.
+ */
+struct kml_probe_event {
+	__u64 start_ns;
+	__u64 duration_ns;
+	__u64 ret;
+	__u64 args[KML_PROBE_MAX_ARGS];
+	__u32 pid;
+	__u32 tgid;
+	__u32 cpu;
+	__u32 id;
+	__u32 nargs;
+	__u32 reserved;
+};
+
+/**
+ * struct kml_probe_record - start or stop recording a function's calls
+ *	(KML_PROBE_IOC_RECORD, CAP_SYS_ADMIN)
+ * @func: in: an attached timing probe (-ENOENT if none; a count-only
+ *	probe has no calls to record: -EINVAL)
+ * @ring_fd: in: a /dev/kml_ring descriptor of the caller to record into
+ *	(-EBADF if none is open, -EINVAL if it is another file; -ENODEV if
+ *	kml_ring.ko is not loaded; -EBUSY if @func is already recording),
+ *	or -1 to stop recording @func (stopping twice is not an error)
+ * @id: in: a tag of the caller's choice, copied into each record's
+ *	&kml_probe_event.id, so records name their function without names
+ * @flags: in: zero
+ * @reserved: zero
+ * @written: out, when stopping: records written into the ring
+ * @lost: out, when stopping: calls measured but not recorded (the ring
+ *	was full, unsized or too small, or the call came while its CPU was
+ *	inside a write to that ring: an NMI, or a probe in the ring's own
+ *	code). @written + @lost is every measured call while recording.
+ *
+ * Anyone who can read the ring reads the records, arguments and return
+ * values included: they are kernel values, and recording is for
+ * CAP_SYS_ADMIN, who chooses the ring. A recording ends with DETACH too,
+ * and holds the ring (its file) and kml_ring.ko until it ends.
+ */
+struct kml_probe_record {
+	char func[KML_PROBE_FUNC_LEN];
+	__s32 ring_fd;
+	__u32 id;
+	__u32 flags;
+	__u32 reserved;
+	__u64 written;
+	__u64 lost;
+};
+
 #define KML_PROBE_IOC_MAGIC	0xBD
 
 #define KML_PROBE_IOC_GET_VERSION _IOR(KML_PROBE_IOC_MAGIC, 0x10, __u32)
@@ -186,5 +257,7 @@ struct kml_probe_call {
 #define KML_PROBE_IOC_RESET	_IO(KML_PROBE_IOC_MAGIC, 0x15)
 /* CAP_SYS_ADMIN: */
 #define KML_PROBE_IOC_CALL	_IOW(KML_PROBE_IOC_MAGIC, 0x16, struct kml_probe_call)
+/* CAP_SYS_ADMIN: */
+#define KML_PROBE_IOC_RECORD	_IOWR(KML_PROBE_IOC_MAGIC, 0x17, struct kml_probe_record)
 
 #endif /* _UAPI_LINUX_KML_PROBE_H */
