@@ -30,6 +30,12 @@
  * through kml_stats and readable in binary form by the client. A target
  * function of controllable duration (kml_probe_target.ko, called through
  * the CALL ioctl) lets tests check the buckets.
+ *
+ * A histogram forgets each call; a recording keeps them. RECORD names a
+ * kml_ring descriptor, and the return handler then also writes one record
+ * per measured call into that ring (kml_ring_write_file(), which, like
+ * everything here, never waits), for `kml-probe record` to copy to a
+ * file: perf record's design, in miniature.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -18,6 +18,9 @@
  * lock; head only moves when no reserved record is still being filled,
  * so a consumer never sees a half-written record. The built-in producer
  * fills its (up to 64 KiB) samples between the two, with interrupts on.
+ * A writer in a probe handler (kml_ring_write_file()) may have
+ * interrupted a write section on its own CPU: it gives its record up,
+ * counted, rather than wait for a lock that will never be let go.
  *
  * Wakeups are the other cost. poll() reports readable only once a
  * watermark of bytes is waiting; a sleeper arms the ring when it checks,
@@ -162,6 +165,7 @@ struct kml_ring {
 static DEFINE_PER_CPU(unsigned int, kml_wlock_depth);
 
 static void kml_wlock(struct kml_ring *r, unsigned long *flags)
+	__acquires(&r->wlock)
 {
 	local_irq_save(*flags);
 	this_cpu_inc(kml_wlock_depth);
@@ -169,6 +173,7 @@ static void kml_wlock(struct kml_ring *r, unsigned long *flags)
 }
 
 static void kml_wunlock(struct kml_ring *r, unsigned long flags)
+	__releases(&r->wlock)
 {
 	spin_unlock(&r->wlock);
 	this_cpu_dec(kml_wlock_depth);
@@ -484,18 +489,18 @@ int kml_ring_write_file(struct file *ring, u32 type, const void *data, u32 len)
 	if (type < KML_RING_REC_USER_BASE || len > KML_RING_MAX_PAYLOAD)
 		return -EINVAL;
 	local_irq_save(flags);
-	if (this_cpu_read(kml_wlock_depth)) {
-		local_irq_restore(flags);
-		return -EBUSY;
-	}
-	/* Marked before locking, as kml_wlock() does: see there. */
+	/* This CPU is inside a write section: waiting would be forever. */
+	if (this_cpu_read(kml_wlock_depth))
+		goto busy;
+	/* Marked before locking, as kml_wlock() does. */
 	this_cpu_inc(kml_wlock_depth);
-	if (!in_nmi()) {
-		spin_lock(&r->wlock);
-	} else if (!spin_trylock(&r->wlock)) {
-		this_cpu_dec(kml_wlock_depth);
-		local_irq_restore(flags);
-		return -EBUSY;
+	/* Another CPU's section is one record long: wait, but not in an NMI. */
+	while (!spin_trylock(&r->wlock)) {
+		if (in_nmi()) {
+			this_cpu_dec(kml_wlock_depth);
+			goto busy;
+		}
+		cpu_relax();
 	}
 	if (r->size && need <= r->size / 4)
 		rec = kml_reserve_locked(r, type, need);
@@ -509,6 +514,9 @@ int kml_ring_write_file(struct file *ring, u32 type, const void *data, u32 len)
 	if (wake)
 		irq_work_queue(&r->wake_work);
 	return rec ? 0 : -ENOSPC;
+busy:
+	local_irq_restore(flags);
+	return -EBUSY;
 }
 EXPORT_SYMBOL_GPL(kml_ring_write_file);
 

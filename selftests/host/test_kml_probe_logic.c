@@ -156,6 +156,40 @@ TEST(call_checks)
 	ASSERT_EQ(-EINVAL, kml_probe_check_call(&c));
 }
 
+TEST(record_checks)
+{
+	struct kml_probe_record rc = { .func = "vfs_read", .ring_fd = 3 };
+
+	ASSERT_EQ(0, kml_probe_check_record(&rc));
+	rc.ring_fd = -1;	/* stop */
+	ASSERT_EQ(0, kml_probe_check_record(&rc));
+	rc.written = 5;		/* output fields: whatever came in */
+	rc.lost = 5;
+	ASSERT_EQ(0, kml_probe_check_record(&rc));
+	rc.ring_fd = -2;
+	ASSERT_EQ(-EINVAL, kml_probe_check_record(&rc));
+	rc.ring_fd = 0;
+	rc.flags = 1;
+	ASSERT_EQ(-EINVAL, kml_probe_check_record(&rc));
+	rc.flags = 0;
+	rc.reserved = 1;
+	ASSERT_EQ(-EINVAL, kml_probe_check_record(&rc));
+	rc.reserved = 0;
+	rc.func[0] = '\0';
+	ASSERT_EQ(-EINVAL, kml_probe_check_record(&rc));
+	memset(rc.func, 'a', sizeof(rc.func));
+	ASSERT_EQ(-EINVAL, kml_probe_check_record(&rc));
+}
+
+/* The record is the same for 32- and 64-bit readers: no hidden padding. */
+TEST(record_layout)
+{
+	ASSERT_EQ(96U, sizeof(struct kml_probe_event));
+	ASSERT_EQ(160U, sizeof(struct kml_probe_record));
+	ASSERT_EQ(72U, offsetof(struct kml_probe_event, pid));
+	ASSERT_EQ(144U, offsetof(struct kml_probe_record, written));
+}
+
 TEST(set_names)
 {
 	char out[32];
