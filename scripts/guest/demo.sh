@@ -69,6 +69,14 @@ run "$bin/kml-ring" produce --size 64 --rate 5 --count 5 --print
 run "$bin/kml-ring" produce --size 256 --rate 0 --seconds 2 --watermark 16384
 run "$bin/kml-ring" --json produce --size 4096 --rate 0 --seconds 1 --pages 256 --watermark 262144
 run "$bin/kml-ring" stat
+echo
+echo "== kml_probe into kml_ring: every call recorded (perf record, in miniature) =="
+run insmod "$ko/kml_probe/kml_probe_target.ko"
+run insmod "$ko/kml_probe/kml_probe.ko"
+run "$bin/kml-probe" record -o /tmp/kml-probe.data -a 3 kml_probe_target -- \
+	"$bin/kml-probe" call 200 20 2
+run "$bin/kml-probe" report --top 3 /tmp/kml-probe.data
+run rmmod kml_probe kml_probe_target
 run rmmod kml_ring
 
 echo
