@@ -297,7 +297,13 @@ $(BUILD)/bench/kml_filter_bench: selftests/bench/kml_filter_bench.c $(FILTER_LIB
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
 
+$(BUILD)/bench/kml_record_bench: selftests/bench/kml_record_bench.c $(PROBE_FILE) \
+		userspace/kml_probe_file.h uapi/linux/kml_probe.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -o $@ $< $(PROBE_FILE)
+
 bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench \
+	     $(BUILD)/bench/kml_record_bench \
 	     $(BUILD)/bench/kml_ring_bench $(BUILD)/bench/kml_filter_bench
 
 # ---- running ----

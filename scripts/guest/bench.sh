@@ -14,5 +14,7 @@ echo
 insmod "$ko/kml_ring/kml_ring.ko"
 "$repo/build/bench/kml_ring_bench"
 echo
+(cd /tmp && "$repo/build/bench/kml_record_bench" "$repo/build/bin")
+echo
 "$repo/build/bench/kml_filter_bench" "$ko/kml_filter/kml_filter.ko"
 rmmod kml_ring kml_probe kml_probe_target kml_sensor kml_stats
