@@ -70,7 +70,6 @@ static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 			size_t *off, char *err, size_t errlen)
 {
 	struct kml_pf_header *h = &pf->hdr;
-	size_t attrs;
 
 	if (len < sizeof(*h))
 		return fail(err, errlen, "truncated: %zu bytes, shorter than the %zu-byte header",
@@ -92,8 +91,8 @@ static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 			    h->nattrs, KML_PROBE_MAX_FUNCS);
 	if (h->flags)
 		return fail(err, errlen, "corrupt header: unknown flags %#x", h->flags);
-	attrs = (size_t)h->nattrs * h->attr_size;
-	if (len < h->header_size || len - h->header_size < attrs)
+	/* Divided, not multiplied: nattrs * attr_size wraps a 32-bit size_t. */
+	if (len < h->header_size || h->attr_size > (len - h->header_size) / h->nattrs)
 		return fail(err, errlen, "truncated: the function table ends past the file's %zu bytes",
 			    len);
 	*off = h->header_size;
@@ -149,7 +148,7 @@ static int parse_summary(struct kml_pf *pf, const uint8_t *p, size_t off,
 
 	memcpy(&s, p, sizeof(s));
 	f = func_of(pf, s.id);
-	if (!f || f->summarized || s.reserved)
+	if (!f || f->summarized || (s.flags & ~KML_PF_SUM_UNKNOWN))
 		return fail(err, errlen, "corrupt summary at offset %zu (tag %u)", off, s.id);
 	f->summarized = true;
 	f->sum = s;
@@ -168,6 +167,8 @@ static int check_totals(struct kml_pf *pf, char *err, size_t errlen)
 
 		if (!f->summarized)
 			return fail(err, errlen, "corrupt: no summary for %s", f->attr.func);
+		if (f->sum.flags & KML_PF_SUM_UNKNOWN)
+			continue;
 		if (f->sum.written != f->calls)
 			return fail(err, errlen, "corrupt: %s has %llu records, but %llu were written",
 				    f->attr.func, (unsigned long long)f->calls,

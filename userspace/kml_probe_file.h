@@ -90,10 +90,14 @@ struct kml_pf_lost {
 	uint64_t lost;
 };
 
+#define KML_PF_SUM_UNKNOWN	0x1U	/* the kernel's totals were lost */
+
 /**
  * struct kml_pf_summary - one function's totals while it was recorded
  * @id: the function's tag
- * @reserved: zero
+ * @flags: %KML_PF_SUM_UNKNOWN when the recording was ended by someone
+ *	else (the function detached): @written and @lost are then unknown
+ *	(zero), and the records are all there is
  * @written: records the kernel wrote into the ring
  * @lost: calls it measured but could not record
  * @nmissed: calls kprobes could not measure at all (no free instance,
@@ -102,7 +106,7 @@ struct kml_pf_lost {
  */
 struct kml_pf_summary {
 	uint32_t id;
-	uint32_t reserved;
+	uint32_t flags;
 	uint64_t written;
 	uint64_t lost;
 	uint64_t nmissed;

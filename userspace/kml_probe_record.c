@@ -66,17 +66,23 @@ void kml_probe_draw_hist(const __u64 *hist)
 	}
 }
 
+/* Every bucket from the first to the last non-empty one, as `hist` always did. */
 void kml_probe_json_buckets(const __u64 *hist)
 {
-	int k, n = 0;
+	int first = -1, last = -1, k;
 
-	printf("[");
 	for (k = 0; k < KML_PROBE_BUCKETS; k++)
-		if (hist[k])
-			printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
-			       n++ ? "," : "", k ? 1ULL << (k - 1) : 0ULL,
-			       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
-			       (unsigned long long)hist[k]);
+		if (hist[k]) {
+			if (first < 0)
+				first = k;
+			last = k;
+		}
+	printf("[");
+	for (k = first; first >= 0 && k <= last; k++)
+		printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
+		       k == first ? "" : ",", k ? 1ULL << (k - 1) : 0ULL,
+		       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
+		       (unsigned long long)hist[k]);
 	printf("]");
 }
 
@@ -86,6 +92,7 @@ struct rec_func {
 	struct kml_pf_attr attr;
 	int ours;			/* we attached it: we detach it */
 	int recording;
+	int ended;			/* someone else ended it: totals unknown */
 	struct kml_probe_result base;	/* nmissed, filtered at the start */
 	struct kml_probe_record stop;	/* written, lost at the end */
 };
@@ -106,6 +113,17 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_now = 1;
+}
+
+/* No SA_RESTART: a signal must end poll() and waitpid() alike. */
+static void catch_stop_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	for (unsigned int i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 static uint64_t mono_ns(clockid_t clk)
@@ -144,9 +162,15 @@ static void stop_all(struct recorder *r)
 			continue;
 		memcpy(f->stop.func, f->attr.func, sizeof(f->stop.func));
 		f->stop.ring_fd = -1;
-		if (ioctl(r->fd, KML_PROBE_IOC_RECORD, &f->stop))
-			fprintf(stderr, "%s: stop recording %s: %s\n", kml_prog,
-				f->attr.func, strerror(errno));
+		if (ioctl(r->fd, KML_PROBE_IOC_RECORD, &f->stop)) {
+			/* Detached meanwhile (-ESRCH): the probe is not ours now. */
+			f->ended = 1;
+			f->ours = 0;
+			memset(&f->stop, 0, sizeof(f->stop));
+			fprintf(stderr, "%s: the recording of %s was ended by someone else (%s): its totals are unknown\n",
+				kml_prog, f->attr.func,
+				errno == ESRCH ? "detached?" : strerror(errno));
+		}
 		f->recording = 0;
 	}
 }
@@ -259,7 +283,8 @@ static int copy_rec(const struct kml_ring_rec *rec, void *arg)
 
 	/* Others' records (kml_ring_write() goes to every ring): not ours. */
 	if (rec->type != KML_PROBE_REC_CALL ||
-	    rec->size < sizeof(*rec) + sizeof(*ev) || ev->id >= r->n)
+	    rec->size < sizeof(*rec) + sizeof(*ev) || ev->id >= r->n ||
+	    ev->nargs != r->f[ev->id].attr.nargs || ev->reserved)
 		return 0;
 	put(r, rec, rec->size);
 	r->records++;
@@ -285,6 +310,29 @@ static void drain(struct recorder *r)
 		rdie("writing %s: %s", r->path, strerror(errno));
 }
 
+/*
+ * The output file, once everything that can be refused was: an existing
+ * one is kept as FILE.old, as perf does, and the new one is readable by
+ * its owner only (0600): records hold kernel values, the arguments and
+ * return values that GET hides from other users.
+ */
+static void open_output(struct recorder *r)
+{
+	char old[4096];
+	int fd;
+
+	if ((size_t)snprintf(old, sizeof(old), "%s.old", r->path) >= sizeof(old))
+		rdie("output path too long: %s", r->path);
+	if (rename(r->path, old) && errno != ENOENT)
+		rdie("cannot keep the old %s as %s: %s", r->path, old, strerror(errno));
+	fd = open(r->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		rdie("cannot create %s: %s", r->path, strerror(errno));
+	r->out = fdopen(fd, "w");
+	if (!r->out)
+		rdie("cannot create %s: %s", r->path, strerror(errno));
+}
+
 static pid_t run_command(char **cmd)
 {
 	pid_t pid = fork();
@@ -294,6 +342,8 @@ static pid_t run_command(char **cmd)
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "%s: cannot run %s: %s\n", kml_prog, cmd[0], strerror(errno));
 		_exit(127);
@@ -322,7 +372,7 @@ int kml_probe_record(int fd, int argc, char **argv)
 	struct kml_pf_header h = { .version = KML_PF_VERSION };
 	char **cmd = NULL;
 	pid_t child = 0;
-	int c, status = 0, nopt = argc, ret;
+	int c, status = 0, nopt = argc, ret, unknown = 0;
 
 	/* FUNC... stops at "--": what follows is the command, untouched. */
 	for (int i = 1; i < argc; i++)
@@ -350,7 +400,10 @@ int kml_probe_record(int fd, int argc, char **argv)
 					KML_RING_MAX_PAGES);
 			break;
 		case 'd':
-			deadline = kml_number(optarg, 86400, "--duration (seconds)") * 1000000000ULL;
+			deadline = kml_number(optarg, 86400, "--duration (1..86400 seconds)");
+			if (!deadline)
+				kml_die("%s", "bad --duration 0: 1..86400 seconds");
+			deadline *= 1000000000ULL;
 			break;
 		default:
 			exit(2);
@@ -388,15 +441,11 @@ int kml_probe_record(int fd, int argc, char **argv)
 	if (ioctl(r->ring.fd, KML_RING_IOC_SET_WATERMARK, &wm))
 		kml_die("set the ring's watermark: %s", strerror(errno));
 
-	r->out = fopen(r->path, "w");
-	if (!r->out)
-		kml_die("cannot create %s: %s", r->path, strerror(errno));
-
 	active = r;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	catch_stop_signals();
 	for (unsigned int i = 0; i < r->n; i++)
 		attach_one(r, &r->f[i], nargs);
+	open_output(r);
 
 	memcpy(h.magic, KML_PF_MAGIC, sizeof(h.magic));
 	h.bom = KML_PF_BOM;
@@ -433,9 +482,22 @@ int kml_probe_record(int fd, int argc, char **argv)
 		drain(r);
 	}
 	if (child) {
-		/* Interrupted: the command goes with us. */
+		/*
+		 * Interrupted: the command goes with us. It gets 2 s to end
+		 * on SIGTERM (recording and draining on), then SIGKILL.
+		 */
+		uint64_t until = mono_ns(CLOCK_MONOTONIC) + 2000000000ULL;
+
 		kill(child, SIGTERM);
-		waitpid(child, &status, 0);
+		while (waitpid(child, &status, WNOHANG) != child) {
+			if (mono_ns(CLOCK_MONOTONIC) >= until) {
+				kill(child, SIGKILL);
+				waitpid(child, &status, 0);
+				break;
+			}
+			kml_ring_user_wait(&r->ring, 50);
+			drain(r);
+		}
 	}
 
 	/* Stop, then drain: after the stop, nothing more comes in. */
@@ -446,6 +508,7 @@ int kml_probe_record(int fd, int argc, char **argv)
 		struct kml_probe_result now;
 		struct kml_pf_summary s = {
 			.id = f->attr.id,
+			.flags = f->ended ? KML_PF_SUM_UNKNOWN : 0,
 			.written = f->stop.written,
 			.lost = f->stop.lost,
 		};
@@ -457,6 +520,7 @@ int kml_probe_record(int fd, int argc, char **argv)
 			s.filtered = now.filtered - f->base.filtered;
 		}
 		total_lost += s.lost;
+		unknown += f->ended;
 		put_rec(r, KML_PF_REC_SUMMARY, &s, sizeof(s));
 	}
 	{
@@ -481,7 +545,8 @@ int kml_probe_record(int fd, int argc, char **argv)
 	if (cmd && WIFEXITED(status) && WEXITSTATUS(status))
 		fprintf(stderr, "%s: %s exited with status %d\n", kml_prog, cmd[0],
 			WEXITSTATUS(status));
-	return 0;
+	/* A file whose totals are unknown is readable, but not a success. */
+	return unknown ? 1 : 0;
 }
 
 /* ---- report ---- */
@@ -501,6 +566,18 @@ static void json_str(const char *s)
 			putchar(ch);
 	}
 	putchar('"');
+}
+
+/* A name from the file, for a terminal: no control bytes pass. */
+static const char *printable(const char *s)
+{
+	static char buf[KML_PROBE_FUNC_LEN];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = s[i] < 0x20 || s[i] == 0x7f || (unsigned char)s[i] >= 0x80 ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
 }
 
 static uint64_t min_of(const struct kml_pf_func *f)
@@ -528,7 +605,7 @@ static void report_json(const struct kml_pf *pf, const char *path, unsigned int 
 		       "\"min_ns\":%llu,\"max_ns\":%llu,", f->attr.id, f->attr.nargs,
 		       (unsigned long long)f->calls, (unsigned long long)f->sum_ns,
 		       (unsigned long long)min_of(f), (unsigned long long)f->max_ns);
-		if (f->summarized)
+		if (f->summarized && !(f->sum.flags & KML_PF_SUM_UNKNOWN))
 			printf("\"written\":%llu,\"lost\":%llu,\"nmissed\":%llu,\"filtered\":%llu,",
 			       (unsigned long long)f->sum.written,
 			       (unsigned long long)f->sum.lost,
@@ -566,9 +643,11 @@ static void report_text(const struct kml_pf *pf, const char *path, unsigned int 
 	for (unsigned int i = 0; i < pf->nfuncs; i++) {
 		const struct kml_pf_func *f = &pf->funcs[i];
 
-		printf("\nFunction = %s  (%llu calls recorded", f->attr.func,
+		printf("\nFunction = %s  (%llu calls recorded", printable(f->attr.func),
 		       (unsigned long long)f->calls);
-		if (f->summarized)
+		if (f->summarized && (f->sum.flags & KML_PF_SUM_UNKNOWN))
+			printf(", recording ended by someone else: losses unknown");
+		else if (f->summarized)
 			printf(", %llu lost, %llu missed, %llu filtered",
 			       (unsigned long long)f->sum.lost,
 			       (unsigned long long)f->sum.nmissed,

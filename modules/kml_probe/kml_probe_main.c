@@ -50,14 +50,14 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
-#include <linux/rcupdate.h>
 #include <linux/pid.h>
 #include <linux/ptrace.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
-#include <linux/smp.h>
 #include <linux/sched/signal.h>
 #include <linux/seqlock.h>
 #include <linux/slab.h>
+#include <linux/smp.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 
@@ -98,6 +98,7 @@ struct kml_last {
  * recording ends.
  */
 struct kml_rec {
+	const struct file *owner;	/* who started it: compared, never used */
 	struct file *ring;
 	int (*write)(struct file *ring, u32 type, const void *data, u32 len);
 	u32 id;
@@ -266,7 +267,8 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct kml_fn *fn = container_of(get_kretprobe(ri), struct kml_fn, krp);
 	struct kml_inst *in = (struct kml_inst *)ri->data;
 	struct kml_minmax *mm;
-	u64 ns = 0;	/* the lab's skeleton of step 2 leaves it so */
+	/* Set by step 2 of the lab: its skeleton records latencies of 0. */
+	u64 ns = 0;
 
 	/* LAB probe 2: the latency is now minus in->t0. Add it to the
 	 * ST_LATENCY histogram and count ST_CALLS (kml_stats: per-CPU, any
@@ -787,7 +789,8 @@ static int kml_ioc_call(void __user *uc, unsigned int usize)
 
 /* RECORD, to start: the ring the caller names gets @fn's calls. */
 static int kml_rec_start_locked(struct kml_fn *fn,
-				const struct kml_probe_record *rc)
+				const struct kml_probe_record *rc,
+				const struct file *owner)
 {
 	struct file *(*fget_ring)(int fd);
 	struct kml_rec *rec;
@@ -812,6 +815,7 @@ static int kml_rec_start_locked(struct kml_fn *fn,
 	if (ret)
 		goto out;
 	rec->id = rc->id;
+	rec->owner = owner;
 	/* Handlers see a whole kml_rec or none (rcu_dereference()). */
 	rcu_assign_pointer(fn->rec, rec);
 	symbol_put(kml_ring_fget);
@@ -825,21 +829,26 @@ out:
 	return ret;
 }
 
-/* RECORD, to stop: unpublish, wait for the handlers, report the counts. */
-static void kml_rec_stop_locked(struct kml_fn *fn, struct kml_probe_record *rc)
+/*
+ * RECORD, to stop: unpublish, wait for the handlers, report the counts.
+ * -ESRCH if @fn is not recording (never was, or someone stopped it).
+ */
+static int kml_rec_stop_locked(struct kml_fn *fn, struct kml_probe_record *rc)
 {
 	struct kml_rec *rec;
 
 	rec = rcu_replace_pointer(fn->rec, NULL,
 				  lockdep_is_held(&kml_probe_lock));
 	if (!rec)
-		return;
+		return -ESRCH;
 	/* Handlers run with preemption off, inside rcu_read_lock() too. */
 	synchronize_rcu();
 	kml_rec_free(rec, rc);
+	return 0;
 }
 
-static int kml_ioc_record(void __user *ur, unsigned int usize)
+static int kml_ioc_record(struct file *file, void __user *ur,
+			  unsigned int usize)
 {
 	struct kml_probe_record rc;
 	struct kml_fn *fn;
@@ -855,12 +864,10 @@ static int kml_ioc_record(void __user *ur, unsigned int usize)
 	mutex_lock(&kml_probe_lock);
 	fn = kml_find_locked(rc.func, NULL);
 	ret = -ENOENT;
-	if (fn && rc.ring_fd >= 0) {
-		ret = kml_rec_start_locked(fn, &rc);
-	} else if (fn) {
-		kml_rec_stop_locked(fn, &rc);
-		ret = 0;
-	}
+	if (fn && rc.ring_fd >= 0)
+		ret = kml_rec_start_locked(fn, &rc, file);
+	else if (fn)
+		ret = kml_rec_stop_locked(fn, &rc);
 	mutex_unlock(&kml_probe_lock);
 	if (ret)
 		return ret;
@@ -875,6 +882,30 @@ static int kml_ioc_reset(void)
 	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
 		if (kml_fns[i])
 			kml_stats_reset(kml_fns[i]->stats);	/* + the hook */
+	mutex_unlock(&kml_probe_lock);
+	return 0;
+}
+
+/*
+ * A recording lasts as long as the file that started it is open: a
+ * recorder that is killed must not leave the kernel writing into its
+ * orphaned ring (which would also pin the ring and kml_ring.ko).
+ */
+static int kml_probe_release(struct inode *inode, struct file *file)
+{
+	unsigned int i;
+
+	mutex_lock(&kml_probe_lock);
+	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++) {
+		struct kml_rec *rec;
+
+		if (!kml_fns[i])
+			continue;
+		rec = rcu_dereference_protected(kml_fns[i]->rec,
+						lockdep_is_held(&kml_probe_lock));
+		if (rec && rec->owner == file)
+			kml_rec_stop_locked(kml_fns[i], NULL);
+	}
 	mutex_unlock(&kml_probe_lock);
 	return 0;
 }
@@ -903,8 +934,9 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 		if (cmd != KML_PROBE_IOC_RESET)
 			return -ENOTTY;
 	}
-	/* LAB probe 4: planting probes in the kernel (and CALL, RESET) is
-	 * for the administrator only: -EPERM without CAP_SYS_ADMIN.
+	/* LAB probe 4: planting probes in the kernel (and CALL, RESET,
+	 * RECORD) is for the administrator only: -EPERM without
+	 * CAP_SYS_ADMIN.
 	 */
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
@@ -917,7 +949,7 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_CALL):
 		return kml_ioc_call(up, usize);
 	case KML_IOC_NOSIZE(KML_PROBE_IOC_RECORD):
-		return kml_ioc_record(up, usize);
+		return kml_ioc_record(file, up, usize);
 	default:
 		return kml_ioc_reset();
 	}
@@ -953,6 +985,7 @@ static struct notifier_block kml_module_nb = {
 
 static const struct file_operations kml_probe_fops = {
 	.owner		= THIS_MODULE,
+	.release	= kml_probe_release,
 	.unlocked_ioctl	= kml_probe_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,

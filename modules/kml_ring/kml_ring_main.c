@@ -126,11 +126,15 @@ struct kml_ring {
 	struct mutex lock;		/* mappings, producer, watermark */
 	/*
 	 * wlock guards the fields from pages to poll_armed; it is taken
-	 * with interrupts off (kml_ring_write() may run in an IRQ).
+	 * with interrupts off (kml_ring_write() may run in an IRQ), and it
+	 * is a raw spinlock because probe handlers take it (through
+	 * kml_ring_write_file()) in any context, NMIs and other raw
+	 * spinlocks' sections included, where a sleeping lock (what
+	 * spinlock_t is on PREEMPT_RT) may not be taken.
 	 * pages, data, ctrl and size change only under read_lock, lock and
 	 * wlock together, so holding any one keeps them stable.
 	 */
-	spinlock_t wlock;
+	raw_spinlock_t wlock;
 	struct page **pages;		/* [0] control, [1..npages] data */
 	unsigned int npages;
 	struct kml_ring_ctrl *ctrl;
@@ -169,13 +173,13 @@ static void kml_wlock(struct kml_ring *r, unsigned long *flags)
 {
 	local_irq_save(*flags);
 	this_cpu_inc(kml_wlock_depth);
-	spin_lock(&r->wlock);
+	raw_spin_lock(&r->wlock);
 }
 
 static void kml_wunlock(struct kml_ring *r, unsigned long flags)
 	__releases(&r->wlock)
 {
-	spin_unlock(&r->wlock);
+	raw_spin_unlock(&r->wlock);
 	this_cpu_dec(kml_wlock_depth);
 	local_irq_restore(flags);
 }
@@ -495,12 +499,13 @@ int kml_ring_write_file(struct file *ring, u32 type, const void *data, u32 len)
 	/* Marked before locking, as kml_wlock() does. */
 	this_cpu_inc(kml_wlock_depth);
 	/* Another CPU's section is one record long: wait, but not in an NMI. */
-	while (!spin_trylock(&r->wlock)) {
-		if (in_nmi()) {
+	if (in_nmi()) {
+		if (!raw_spin_trylock(&r->wlock)) {
 			this_cpu_dec(kml_wlock_depth);
 			goto busy;
 		}
-		cpu_relax();
+	} else {
+		raw_spin_lock(&r->wlock);
 	}
 	if (r->size && need <= r->size / 4)
 		rec = kml_reserve_locked(r, type, need);
@@ -1043,7 +1048,7 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&r->read_lock);
 	mutex_init(&r->lock);
-	spin_lock_init(&r->wlock);
+	raw_spin_lock_init(&r->wlock);
 	init_waitqueue_head(&r->wq);
 	atomic_set(&r->read_waiters, 0);
 	atomic_set(&r->mapped, 0);

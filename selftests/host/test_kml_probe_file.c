@@ -180,6 +180,17 @@ TEST(damaged_headers_are_refused)
 	DAMAGE(offsetof(struct kml_pf_header, nattrs), uint32_t, 0, "0 functions");
 	DAMAGE(offsetof(struct kml_pf_header, nattrs), uint32_t, 17, "17 functions");
 	DAMAGE(offsetof(struct kml_pf_header, nattrs), uint32_t, 400, "400 functions");
+	{
+		/* 16 * 0x10000000 wraps a 32-bit size_t to 0: still too long. */
+		static struct img m;
+		uint32_t v = 16, big = 0x10000000;
+
+		body(&m);
+		memcpy(m.b + offsetof(struct kml_pf_header, nattrs), &v, 4);
+		memcpy(m.b + offsetof(struct kml_pf_header, attr_size), &big, 4);
+		ASSERT_EQ(-1, parse(&m, true));
+		ASSERT_NE(NULL, strstr(err, "function table ends past")) TH_LOG("%s", err);
+	}
 	DAMAGE(offsetof(struct kml_pf_header, flags), uint32_t, 1, "flags");
 	DAMAGE(attr0, char, '\0', "no name");
 	memset(&pf, 0, sizeof(pf));
@@ -236,6 +247,30 @@ TEST(totals_must_match_the_records)
 	call(&m, 7, 0, 1, 1);
 	ASSERT_EQ(-1, parse(&m, false));
 	ASSERT_NE(NULL, strstr(err, "after the end record")) TH_LOG("%s", err);
+	s.flags = 2;	/* an unknown flag */
+	body(&m);
+	rec(&m, KML_PF_REC_SUMMARY, &s, sizeof(s));
+	ASSERT_EQ(-1, parse(&m, true));
+	ASSERT_NE(NULL, strstr(err, "corrupt summary")) TH_LOG("%s", err);
+}
+
+/* A recording someone else ended: its totals are unknown, not wrong. */
+TEST(unknown_totals_are_not_checked)
+{
+	static struct img m;
+	struct kml_pf_summary s = { .id = 7, .written = 2 };
+	struct kml_pf_end e = { .records = 4 };
+
+	body(&m);
+	rec(&m, KML_PF_REC_SUMMARY, &s, sizeof(s));
+	s.id = 9;
+	s.written = 0;
+	s.flags = KML_PF_SUM_UNKNOWN;
+	rec(&m, KML_PF_REC_SUMMARY, &s, sizeof(s));
+	rec(&m, KML_PF_REC_END, &e, sizeof(e));
+	ASSERT_EQ(0, parse(&m, false)) TH_LOG("%s", err);
+	ASSERT_EQ(2U, pf.funcs[1].calls);
+	ASSERT_TRUE(pf.funcs[1].sum.flags & KML_PF_SUM_UNKNOWN);
 }
 
 TEST(newer_writers_are_read)

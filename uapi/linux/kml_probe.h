@@ -219,7 +219,9 @@ struct kml_probe_event {
  * @ring_fd: in: a /dev/kml_ring descriptor of the caller to record into
  *	(-EBADF if none is open, -EINVAL if it is another file; -ENODEV if
  *	kml_ring.ko is not loaded; -EBUSY if @func is already recording),
- *	or -1 to stop recording @func (stopping twice is not an error)
+ *	or -1 to stop recording @func (-ESRCH if it is not recording: it
+ *	never was, or the recording ended otherwise, and its totals are
+ *	gone)
  * @id: in: a tag of the caller's choice, copied into each record's
  *	&kml_probe_event.id, so records name their function without names
  * @flags: in: zero
@@ -227,13 +229,17 @@ struct kml_probe_event {
  * @written: out, when stopping: records written into the ring
  * @lost: out, when stopping: calls measured but not recorded (the ring
  *	was full, unsized or too small, or the call came while its CPU was
- *	inside a write to that ring: an NMI, or a probe in the ring's own
- *	code). @written + @lost is every measured call while recording.
+ *	inside a write to any kml_ring, as a probe on kml_ring's own code
+ *	is, or was in an NMI while another CPU wrote to this ring).
+ *	@written + @lost is every measured call while recording.
  *
  * Anyone who can read the ring reads the records, arguments and return
  * values included: they are kernel values, and recording is for
- * CAP_SYS_ADMIN, who chooses the ring. A recording ends with DETACH too,
- * and holds the ring (its file) and kml_ring.ko until it ends.
+ * CAP_SYS_ADMIN, who chooses the ring. A recording ends when it is
+ * stopped, when the function is detached (its totals are then lost), or
+ * when the /dev/kml_probe file it was started through is closed (its
+ * recorder died); until then it holds the ring (its file) and
+ * kml_ring.ko.
  */
 struct kml_probe_record {
 	char func[KML_PROBE_FUNC_LEN];
