@@ -574,7 +574,7 @@ static const char *printable(const char *s)
 	static char buf[KML_PROBE_FUNC_LEN];
 	size_t i;
 
-	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+	for (i = 0; i < sizeof(buf) - 1 && s[i]; i++)
 		buf[i] = s[i] < 0x20 || s[i] == 0x7f || (unsigned char)s[i] >= 0x80 ? '?' : s[i];
 	buf[i] = '\0';
 	return buf;
