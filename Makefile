@@ -42,7 +42,7 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
-	     test_kml_trace_parse test_kml_probe_file
+	     test_kml_trace_parse test_kml_probe_file test_kml_cli
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_probe_file
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
@@ -232,6 +232,10 @@ $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 		modules/kml_probe/kml_probe_logic.c modules/kml_probe/kml_probe_logic.h
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_probe/kml_probe_logic.c
+
+$(BUILD)/host/test_kml_cli: selftests/host/test_kml_cli.c $(CLI) userspace/kml_cli.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(CLI)
 
 $(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_FILE) \
 		userspace/kml_probe_file.h

@@ -75,8 +75,7 @@ static int open_device(void)
 
 	if (fd < 0) {
 		if (errno == ENOENT)
-			kml_die("kml_filter is not loaded (%s is missing): run `make demo` or `insmod kml_filter.ko`",
-				device);
+			kml_die_not_loaded("kml_filter", device);
 		kml_die("cannot open %s: %s", device, strerror(errno));
 	}
 	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info)) {

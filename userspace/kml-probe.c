@@ -59,8 +59,12 @@ static void failed(const char *what, const char *func)
 		    KML_PROBE_DEVICE, what);
 	case ESRCH:
 		kml_die("no such process or thread for the --pid/--tgid filter");
-	case ENODEV:
-		kml_die("%s: kml_probe_target.ko is not loaded", what);
+	case ENODEV: {
+		char hint[512];
+
+		kml_load_hint(hint, sizeof(hint), "kml_probe_target", NULL);
+		kml_die("%s: kml_probe_target is not loaded: %s", what, hint);
+	}
 	case ENOENT:
 		if (!strcmp(what, "attach"))
 			kml_die("no such kernel function: %s", func);
@@ -86,8 +90,7 @@ static int open_dev(void)
 
 	if (fd < 0) {
 		if (errno == ENOENT)
-			kml_die("kml_probe is not loaded (%s is missing): run `make demo` or `insmod kml_probe.ko`",
-			    KML_PROBE_DEVICE);
+			kml_die_not_loaded("kml_probe", KML_PROBE_DEVICE);
 		kml_die("cannot open %s: %s", KML_PROBE_DEVICE, strerror(errno));
 	}
 	if (ioctl(fd, KML_PROBE_IOC_GET_VERSION, &v))

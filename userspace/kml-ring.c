@@ -60,8 +60,7 @@ static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
 	int ret = kml_ring_user_open(r, pages);
 
 	if (ret == -ENOENT)
-		kml_die("kml_ring is not loaded (%s is missing): run `make demo` or `insmod kml_ring.ko`",
-		    KML_RING_DEVICE);
+		kml_die_not_loaded("kml_ring", KML_RING_DEVICE);
 	if (ret == -EINVAL)
 		kml_die("bad --pages %u: give a power of two, 1..%d", pages, KML_RING_MAX_PAGES);
 	if (ret == -ENOSPC)
@@ -201,7 +200,7 @@ static int cmd_stat(void)
 	snprintf(path, sizeof(path), "%s/stats", dir && *dir ? dir : KML_STATS_PROC_DIR);
 	f = fopen(path, "r");
 	if (!f)
-		kml_die("%s", "kml_stats is not loaded: run `make demo` or `insmod kml_stats.ko kml_ring.ko`");
+		kml_die_not_loaded("kml_stats", path);
 	buf = malloc(cap);
 	while (buf && (i = fread(buf + len, 1, cap - len, f)) > 0) {
 		len += i;
@@ -233,7 +232,7 @@ static int cmd_stat(void)
 		printf("}\n");
 	kml_snapshot_free(&s);
 	if (!any)
-		kml_die("%s", "kml_ring is not loaded: run `make demo` or `insmod kml_ring.ko`");
+		kml_die_not_loaded("kml_ring", "its set in /proc/kmodlab/stats");
 	return 0;
 }
 

@@ -74,8 +74,7 @@ static int open_device(int flags)
 
 	if (fd < 0) {
 		if (errno == ENOENT)
-			kml_die("kml_sensor is not loaded (%s is missing): run `make demo` or `insmod kml_sensor.ko`",
-			    device);
+			kml_die_not_loaded("kml_sensor", device);
 		kml_die("cannot open %s: %s", device, strerror(errno));
 	}
 	if (ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info))

@@ -42,8 +42,7 @@ static char proc_dir[4096];
 
 static void not_loaded(void)
 {
-	kml_die("kml_stats is not loaded (%s is missing): run `make demo` or `insmod kml_stats.ko`",
-	    proc_dir);
+	kml_die_not_loaded("kml_stats", proc_dir);
 }
 
 static char *read_all(const char *path, size_t *len)

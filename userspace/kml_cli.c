@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
 
 #include "kml_cli.h"
 
@@ -33,4 +35,63 @@ unsigned long long kml_number(const char *s, unsigned long long max,
 	if (errno || *end || !*s || *s == '-' || v > max)
 		kml_die("bad %s '%s'", what, s);
 	return v;
+}
+
+/* Is @mod listed in @modules_dep (depmod's file), compressed or not? */
+static int kml_installed(const char *mod, const char *modules_dep)
+{
+	char line[4096], want[128];
+	FILE *f = fopen(modules_dep, "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof(want), "%s.ko", mod);
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':'), *base;
+
+		if (!colon)
+			continue;
+		*colon = '\0';
+		base = strrchr(line, '/');
+		base = base ? base + 1 : line;
+		/* kml_x.ko, or kml_x.ko.xz / .zst / .gz */
+		found = !strncmp(base, want, strlen(want)) &&
+			(!base[strlen(want)] || base[strlen(want)] == '.');
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * How to load @mod, in one sentence: `modprobe` when it is installed for
+ * the running kernel (depmod knows it needs kml_stats first), else the
+ * insmods in their order, from the build directory. @modules_dep: the
+ * depmod file to look in, NULL for the running kernel's.
+ */
+void kml_load_hint(char *buf, size_t len, const char *mod, const char *modules_dep)
+{
+	char path[512];
+	struct utsname u;
+
+	if (!modules_dep && !uname(&u)) {
+		snprintf(path, sizeof(path), "/lib/modules/%s/modules.dep", u.release);
+		modules_dep = path;
+	}
+	if (modules_dep && kml_installed(mod, modules_dep))
+		snprintf(buf, len, "run `modprobe %s` as root", mod);
+	else if (!strcmp(mod, "kml_stats"))
+		snprintf(buf, len, "run `insmod kml_stats.ko` as root in the build's module directory (or `make demo` in the source tree)");
+	else
+		snprintf(buf, len, "run `insmod kml_stats.ko` and then `insmod %s.ko` as root in the build's module directory (%s needs kml_stats), or `make demo` in the source tree",
+			 mod, mod);
+}
+
+/* "<mod> is not loaded (<what> is missing): <how to load it>", exit 1. */
+void kml_die_not_loaded(const char *mod, const char *what)
+{
+	char hint[512];
+
+	kml_load_hint(hint, sizeof(hint), mod, NULL);
+	kml_die("%s is not loaded (%s is missing): %s", mod, what, hint);
 }

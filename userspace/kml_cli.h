@@ -8,5 +8,8 @@ extern const char *kml_prog;
 void kml_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 unsigned long long kml_number(const char *s, unsigned long long max,
 			      const char *what);
+#include <stddef.h>
+void kml_load_hint(char *buf, size_t len, const char *mod, const char *modules_dep);
+void kml_die_not_loaded(const char *mod, const char *what) __attribute__((noreturn));
 
 #endif

@@ -270,7 +270,7 @@ static void start_one(struct recorder *r, struct rec_func *f)
 			rdie("%s is being recorded already (another kml-probe record?)",
 			     f->attr.func);
 		if (errno == ENODEV)
-			rdie("%s", "kml_ring.ko is not loaded");
+			rdie("%s", "kml_ring was unloaded while recording started");
 		rdie("record %s: %s", f->attr.func, strerror(errno));
 	}
 	f->recording = 1;
@@ -429,8 +429,7 @@ int kml_probe_record(int fd, int argc, char **argv)
 
 	ret = kml_ring_user_open(&r->ring, pages);
 	if (ret == -ENOENT)
-		kml_die("kml_ring is not loaded (%s is missing): insmod kml_ring.ko",
-			KML_RING_DEVICE);
+		kml_die_not_loaded("kml_ring", KML_RING_DEVICE);
 	if (ret == -ENOSPC)
 		kml_die("no room for a ring of %u pages (kml_ring's page budget): try a smaller -m",
 			pages);
