@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make bench`: benchmarks in one guest run, reported as ratios. Not a test:
 # nothing here passes or fails on a number.
 set -euo pipefail

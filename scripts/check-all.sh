@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check-all` (what CI runs): the whole `make check` on the 6.12 test
 # kernel; then only the kernel-dependent parts (guest selftests, coverage)
 # on the 6.1 test kernel and on the 6.12 debug kernel (KASAN, lockdep,

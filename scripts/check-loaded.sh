@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check-loaded`: `make check` on a deliberately loaded host, to show
 # that no test's verdict depends on host speed (a CI runner, a student's
 # laptop, a busy machine). stress-ng keeps every host CPU busy at normal

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check`: every kmodlab test, on the host and in the test guest.
 #
 # Installs what it needs (as root), builds the test kernel if the cache

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # The coverage report of the kmodlab modules, from counters collected by
 # scripts/kml-gcov-collect (in our guests, or on your own test machine).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make demo`: build everything, boot the test kernel, load the modules and
 # run each client in it (scripts/guest/demo.sh is the guest side).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Install the Debian/Ubuntu packages a kmodlab target needs.
 #   scripts/deps.sh host|kernel|vm|check|stock|trace|pkg=NAME   (groups add up)
 # As root: apt-get installs what is missing. As anyone else: print the

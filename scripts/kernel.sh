@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Build (once per machine) and locate the kmodlab test kernel.
 #
 #   scripts/kernel.sh build   build it unless the cached build is current

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Reads lcov tracefiles (the .info format) for scripts/coverage.sh.
 
   lcovtool.py realpath IN OUT          SF: paths resolved (the build compiles

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make lint`: the static quality gates, one PASS/FAIL line each, exit 1 if
 # any failed. `make check` runs the same script and counts its lines.
 #   checkpatch --strict (from the cached 6.12 tree) on every kernel source,
@@ -26,6 +27,24 @@ while IFS= read -r f; do
 		bad "checkpatch $f"
 	fi
 done < <(find modules uapi -name '*.[ch]' | sort)
+
+# Licences (LICENSE): every source and script says which in its first
+# lines: GPL-2.0, or for the uapi headers GPL-2.0 WITH Linux-syscall-note.
+# Data files are exempt (kernel config fragments: their text keys the
+# kernel cache; fuzz corpora; docs).
+spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore$|/corpus/|^scripts/kconfig/' |
+	while IFS= read -r f; do
+		want='GPL-2.0'
+		[[ $f == uapi/* ]] && want='GPL-2.0 WITH Linux-syscall-note'
+		id=$(head -3 "$f" | sed -nE 's@.*SPDX-License-Identifier: (.*[^ */])[ */]*$@\1@p')
+		[[ $id == "$want" ]] || echo "$f: '${id:-none}', want '$want'"
+	done)
+if [[ -z $spdx_bad ]]; then
+	ok "SPDX licence tags (LICENSE)"
+else
+	echo "$spdx_bad"
+	bad "SPDX licence tags (LICENSE)"
+fi
 
 # W=1 with -Werror is how `make modules` always builds; C=2 adds sparse on
 # every file whether or not it is rebuilt.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Mirror the kernel-side sources into a build directory as symlinks, so
 # Kbuild (which writes objects next to its sources) leaves the tree clean.
 #   scripts/mirror.sh SRC_ROOT BUILD_DIR

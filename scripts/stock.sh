@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make check-stock`: the guest selftests on Debian's own kernel, not ours.
 #
 #   STOCK=6.1|6.12 scripts/stock.sh     (default 6.1)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make test T=<module>[:<harness args>]`: the fast loop. Rebuilds what
 # changed, boots the test guest once, runs only that module's selftests
 # (or the ones the harness arguments pick) and prints their results and

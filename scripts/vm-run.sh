@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Run a command in the kmodlab test kernel under QEMU and return its status.
 #
 #   scripts/vm-run.sh [options] [--] COMMAND [ARG...]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make bench`, guest side: load the modules and run every benchmark.
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)

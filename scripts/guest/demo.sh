@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # `make demo`, guest side: load each kmodlab module and drive its client,
 # narrating as it goes, so a newcomer sees the whole path work once.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # PID 1 of the kmodlab test guest (see scripts/vm-run.sh).
 #
 # The root filesystem is the host's, read-only over 9p, so everything the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Runs inside the test guest (via scripts/vm-run.sh): selftest binaries
 # from build/selftests, with the modules from the current build. Output is
 # TAP from kselftest_harness.h; the exit status is non-zero if any failed.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Runs inside the test guest: every client against the real modules under
 # valgrind's memcheck, as TAP. A leak or memory error fails its line.
 set -u
