@@ -31,8 +31,10 @@ endif
 KSRC    ?= $(shell KVER=6.12 $(KSCRIPT) src)
 
 CC      ?= gcc
+# What `kml-x --version` says: the release, and the commit when built from git.
+KML_VERSION := 1.0$(shell git -C $(TOP) rev-parse --short HEAD 2>/dev/null | sed 's/^/+g/')
 USER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
-	       -I$(TOP)/uapi -I$(TOP)/userspace
+	       -I$(TOP)/uapi -I$(TOP)/userspace -DKML_VERSION='"$(KML_VERSION)"'
 SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
 HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 		   -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -233,9 +235,11 @@ $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_probe/kml_probe_logic.c
 
-$(BUILD)/host/test_kml_cli: selftests/host/test_kml_cli.c $(CLI) userspace/kml_cli.h
+# It also runs every client: they are built first.
+$(BUILD)/host/test_kml_cli: selftests/host/test_kml_cli.c $(CLI) userspace/kml_cli.h \
+		$(addprefix $(BUILD)/bin/,$(CLIENTS))
 	@mkdir -p $(@D)
-	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(CLI)
+	$(CC) $(HOSTTEST_CFLAGS) -DKML_BIN_DIR='"$(BUILD)/bin"' -o $@ $< $(CLI)
 
 $(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_FILE) \
 		userspace/kml_probe_file.h

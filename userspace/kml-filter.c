@@ -233,6 +233,7 @@ int main(int argc, char **argv)
 	int c, fd;
 
 	kml_prog = "kml-filter";
+	kml_cli_common(&argc, argv, &json, usage);
 	if (getenv("KML_FILTER_DEVICE"))
 		device = getenv("KML_FILTER_DEVICE");
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
@@ -248,10 +249,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		kml_usage_error("%s", "no command given");
 	cmd = argv[optind++];
 	argc -= optind;
 	argv += optind;
@@ -314,7 +313,7 @@ int main(int argc, char **argv)
 		fd = open_device();
 		cmd_load(fd, argv[0]);
 	} else {
-		kml_die("unknown command '%s' (see --help)", cmd);
+		kml_usage_error("unknown command '%s'", cmd);
 	}
 	close(fd);
 	return 0;

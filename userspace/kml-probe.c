@@ -312,21 +312,11 @@ int main(int argc, char **argv)
 	int fd, i = 1, ret;
 
 	kml_prog = prog;
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
-			json = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (i >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	kml_cli_common(&argc, argv, &json, usage);
+	if (i < argc && argv[i][0] == '-')
+		kml_usage_error("unknown option '%s'", argv[i]);
+	if (i >= argc)
+		kml_usage_error("%s", "no command given");
 	argc -= i;
 	argv += i;
 	/* report reads a file: it needs no module. */
@@ -336,9 +326,7 @@ int main(int argc, char **argv)
 	    strcmp(argv[0], "list") && strcmp(argv[0], "hist") &&
 	    strcmp(argv[0], "reset") && strcmp(argv[0], "call") &&
 	    strcmp(argv[0], "record")) {
-		fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[0]);
-		usage(stderr);
-		return 2;
+		kml_usage_error("unknown command '%s'", argv[0]);
 	}
 	fd = open_dev();
 	if (!strcmp(argv[0], "attach")) {

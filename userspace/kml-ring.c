@@ -259,6 +259,7 @@ int main(int argc, char **argv)
 	int c;
 
 	kml_prog = prog;
+	kml_cli_common(&argc, argv, &json, usage);
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
@@ -276,10 +277,10 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		cmd = argv[optind++];
-	if (!cmd || optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (!cmd)
+		kml_usage_error("%s", "no command given");
+	if (optind != argc)
+		kml_usage_error("unexpected argument '%s'", argv[optind]);
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat();
 	if (!strcmp(cmd, "produce")) {
@@ -288,7 +289,5 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "consume"))
 		return cmd_consume(pages, wm, seconds < 0 ? 10 : seconds, count);
-	fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-	usage(stderr);
-	return 2;
+	kml_usage_error("unknown command '%s'", cmd);
 }

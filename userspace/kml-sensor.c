@@ -344,6 +344,7 @@ int main(int argc, char **argv)
 	int c, fd, ret;
 
 	kml_prog = prog;
+	kml_cli_common(&argc, argv, &json, usage);
 	if (env && *env)
 		device = env;
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
@@ -359,19 +360,15 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		kml_usage_error("%s", "no command given");
 	cmd = argv[optind++];
 	argc -= optind;
 	argv += optind;
 	if (strcmp(cmd, "info") && strcmp(cmd, "read") && strcmp(cmd, "watch") &&
 	    strcmp(cmd, "alarm") && strcmp(cmd, "wait") && strcmp(cmd, "period") &&
 	    strcmp(cmd, "inject") && strcmp(cmd, "reset")) {
-		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-		usage(stderr);
-		return 2;
+		kml_usage_error("unknown command '%s'", cmd);
 	}
 
 	fd = open_device(O_RDONLY);

@@ -275,6 +275,7 @@ int main(int argc, char **argv)
 	int json = 0, c;
 
 	kml_prog = prog;
+	kml_cli_common(&argc, argv, &json, usage);
 	env = getenv("KMODLAB_PROC_DIR");
 	snprintf(proc_dir, sizeof(proc_dir), "%s",
 		 env && *env ? env : KML_STATS_PROC_DIR);
@@ -308,10 +309,8 @@ int main(int argc, char **argv)
 		return do_reset(argc - optind, argv + optind);
 	if (optind < argc)
 		filter = argv[optind++];
-	if (optind < argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		kml_usage_error("unexpected argument '%s'", argv[optind]);
 	if (count > 0 && interval == 0)
 		kml_die("%s", "-c needs -w");
 

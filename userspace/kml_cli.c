@@ -95,3 +95,56 @@ void kml_die_not_loaded(const char *mod, const char *what)
 	kml_load_hint(hint, sizeof(hint), mod, NULL);
 	kml_die("%s is not loaded (%s is missing): %s", mod, what, hint);
 }
+
+#ifndef KML_VERSION
+#define KML_VERSION "unknown"
+#endif
+
+/*
+ * What every client takes anywhere on its line, up to a "--" (after it
+ * come another program's arguments): -j/--json, -h/--help, -V/--version,
+ * and `help [COMMAND]` as its first word. They are taken out of argv,
+ * so each client's own parsing never sees them; help and version print
+ * to stdout and exit 0. getopt's messages name kml_prog, as the clients'
+ * own do, not the path the client was run by.
+ */
+void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f))
+{
+	int i, n = 1, rest = 0;
+
+	argv[0] = (char *)kml_prog;
+	for (i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+
+		if (rest || !strcmp(a, "--")) {
+			rest = 1;
+			argv[n++] = argv[i];
+		} else if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
+			*json = 1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help") ||
+			   (n == 1 && !strcmp(a, "help"))) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("%s (kmodlab) %s\n", kml_prog, KML_VERSION);
+			exit(0);
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	argv[n] = NULL;
+	*argc = n;
+}
+
+/* "<prog>: <reason>" and where help is, on stderr; exit status 2. */
+void kml_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", kml_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (%s --help: usage)\n", kml_prog);
+	exit(2);
+}

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host unit tests for the clients' shared code: the "not loaded" hint
- * names the command that works (modprobe when depmod knows the module,
- * else both insmods in their order).
+ * Host tests for the clients' shared code and convention: the "not
+ * loaded" hint names the command that works (modprobe when depmod knows
+ * the module, else both insmods in their order); and every client, run
+ * here without its module, keeps the same rules: --version/-V, --help/-h
+ * and `help` on stdout with status 0 wherever they stand, status 2 with
+ * a reason for a usage error, the global options anywhere on the line.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -57,6 +61,113 @@ TEST(not_installed_means_both_insmods_in_order)
 	kml_load_hint(h, sizeof(h), "kml_probe", "/nonexistent/modules.dep");
 	ASSERT_NE(NULL, strstr(h, "`insmod kml_stats.ko` and then `insmod kml_probe.ko`"))
 		TH_LOG("%s", h);
+}
+
+static const char *const clients[] = {
+	"kml-stats", "kml-sensor", "kml-probe", "kml-ring", "kml-filter",
+};
+
+/* Runs "<client> <args>"; its status, stdout in @out, stderr in @err. */
+static int run(const char *client, const char *args, char *out, char *err)
+{
+	char cmd[1024];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "KML_SENSOR_DEVICE=/nonexistent KML_FILTER_DEVICE=/nonexistent "
+		 "KMODLAB_PROC_DIR=/nonexistent %s/%s %s 2>/tmp/kml_cli_err", KML_BIN_DIR,
+		 client, args);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, 4095, f);
+	out[n] = '\0';
+	st = pclose(f);
+	f = fopen("/tmp/kml_cli_err", "r");
+	n = f ? fread(err, 1, 4095, f) : 0;
+	err[n] = '\0';
+	if (f)
+		fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+TEST(every_client_says_its_version)
+{
+	static char out[4096], err[4096], want[64];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		snprintf(want, sizeof(want), "%s (kmodlab) ", clients[i]);
+		ASSERT_EQ(0, run(clients[i], "--version", out, err)) TH_LOG("%s", clients[i]);
+		ASSERT_TRUE(out == strstr(out, want)) TH_LOG("%s", out);
+		ASSERT_EQ(1, lines(out));
+		ASSERT_STREQ("", err);
+		ASSERT_EQ(0, run(clients[i], "-V", out, err));
+		ASSERT_TRUE(out == strstr(out, want)) TH_LOG("%s", out);
+	}
+}
+
+TEST(every_client_helps_on_stdout_from_anywhere)
+{
+	static const char *const ways[] = { "--help", "-h", "help", "help list", "list --help" };
+	static char out[4096], err[4096], want[64];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		snprintf(want, sizeof(want), "usage: %s ", clients[i]);
+		for (unsigned int w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+			ASSERT_EQ(0, run(clients[i], ways[w], out, err))
+				TH_LOG("%s %s: %s", clients[i], ways[w], err);
+			ASSERT_TRUE(out == strstr(out, want)) TH_LOG("%s %s: %s", clients[i], ways[w], out);
+			ASSERT_STREQ("", err);
+		}
+	}
+}
+
+TEST(usage_errors_exit_2_with_a_reason_under_the_clients_name)
+{
+	static char out[4096], err[4096], want[64];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		snprintf(want, sizeof(want), "%s: ", clients[i]);
+		ASSERT_EQ(2, run(clients[i], "--no-such-option", out, err)) TH_LOG("%s", clients[i]);
+		ASSERT_TRUE(err == strstr(err, want)) TH_LOG("%s", err);
+		ASSERT_NE(NULL, strstr(err, "no-such-option")) TH_LOG("%s", err);
+		if (!strcmp(clients[i], "kml-stats"))
+			continue;	/* a word is a filter there, not a command */
+		ASSERT_EQ(2, run(clients[i], "no-such-command", out, err)) TH_LOG("%s", clients[i]);
+		ASSERT_TRUE(err == strstr(err, want)) TH_LOG("%s", err);
+		ASSERT_NE(NULL, strstr(err, "unknown command 'no-such-command'")) TH_LOG("%s", err);
+		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
+		ASSERT_EQ(2, run(clients[i], "", out, err)) TH_LOG("%s: no command", clients[i]);
+		ASSERT_NE(NULL, strstr(err, "no command given")) TH_LOG("%s", err);
+	}
+}
+
+/* --json after the command is the same as before it: then only the module is missing. */
+TEST(json_anywhere_on_the_line)
+{
+	static const char *const lines_of[][2] = {
+		{ "kml-stats", "demo --json" }, { "kml-sensor", "read --json" },
+		{ "kml-probe", "list --json" }, { "kml-ring", "stat --json" },
+		{ "kml-filter", "list --json" },
+	};
+	static char out[4096], err[4096];
+
+	for (unsigned int i = 0; i < sizeof(lines_of) / sizeof(lines_of[0]); i++) {
+		ASSERT_EQ(1, run(lines_of[i][0], lines_of[i][1], out, err))
+			TH_LOG("%s %s: %s", lines_of[i][0], lines_of[i][1], err);
+		ASSERT_NE(NULL, strstr(err, "is not loaded")) TH_LOG("%s", err);
+		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
+	}
 }
 
 TEST_HARNESS_MAIN

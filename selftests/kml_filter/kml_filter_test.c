@@ -1378,7 +1378,9 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_STREQ("kml-filter: del: no such rule\n", out);
 	EXPECT_EQ(0, info_of(self->fa).nrules);
 	EXPECT_EQ(0, CLIENT("policy accept"));
-	EXPECT_EQ(1, CLIENT("bogus"));
+	/* A usage error is status 2 with its reason, as in every client. */
+	EXPECT_EQ(2, CLIENT("bogus"));
+	EXPECT_NE(NULL, strstr(out, "kml-filter: unknown command 'bogus'")) TH_LOG("%s", out);
 	EXPECT_EQ(0, CLIENT("--help"));
 	EXPECT_NE(NULL, strstr(out, "load FILE|-"));
 
