@@ -31,8 +31,10 @@ endif
 KSRC    ?= $(shell KVER=6.12 $(KSCRIPT) src)
 
 CC      ?= gcc
-# What `kml-x --version` says: the release, and the commit when built from git.
-KML_VERSION := 1.0$(shell git -C $(TOP) rev-parse --short HEAD 2>/dev/null | sed 's/^/+g/')
+# What `kml-x --version` says: the release (dkms.conf's, as for the
+# modules), and the commit when built from git.
+KML_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)$(shell \
+	git -C $(TOP) rev-parse --short HEAD 2>/dev/null | sed 's/^/+g/')
 USER_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror \
 	       -I$(TOP)/uapi -I$(TOP)/userspace -DKML_VERSION='"$(KML_VERSION)"'
 SELFTEST_CFLAGS := $(USER_CFLAGS) -isystem $(KSRC)/tools/testing/selftests
