@@ -43,7 +43,8 @@ static void usage(FILE *f)
 		"Rules apply to the network namespace this command runs in.\n"
 		"\n"
 		"  -j, --json               JSON output\n"
-		"  -h, --help               this text\n"
+		"  -h, --help               this text, also `help`\n"
+		"  -V, --version            the client's version\n"
 		"KML_FILTER_DEVICE overrides %s.\n", kml_prog, KML_FILTER_DEVICE);
 }
 

@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"                          (--force: one whose recorder was killed)\n"
 		"\n"
 		"  -j, --json              JSON output\n"
-		"  -h, --help              this text\n", prog);
+		"  -h, --help              this text, also `help`\n"
+		"  -V, --version           the client's version\n", prog);
 }
 
 static void failed(const char *what, const char *func)

@@ -44,7 +44,8 @@ static void usage(FILE *f)
 		"  produce needs CAP_SYS_ADMIN; consume and stat do not\n"
 		"\n"
 		"  -j, --json              JSON output\n"
-		"  -h, --help              this text\n", prog);
+		"  -h, --help              this text, also `help`\n"
+		"  -V, --version           the client's version\n", prog);
 }
 
 static double now(void)

@@ -42,7 +42,8 @@ static void usage(FILE *f)
 		"  reset                    back to defaults (root)\n"
 		"\n"
 		"  -j, --json               JSON output\n"
-		"  -h, --help               this text\n"
+		"  -h, --help               this text, also `help`\n"
+		"  -V, --version            the client's version\n"
 		"Temperatures are degrees Celsius with up to 3 decimals, e.g. -3.25.\n"
 		"KML_SENSOR_DEVICE overrides %s.\n", prog, KML_SENSOR_DEVICE);
 }

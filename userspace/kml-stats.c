@@ -32,7 +32,8 @@ static void usage(FILE *f)
 		"  -j, --json           JSON instead of a table (one document per sample)\n"
 		"  -w, --watch SECONDS  sample every SECONDS and show per-second rates\n"
 		"  -c, --count N        stop after N samples in watch mode\n"
-		"  -h, --help           this text\n"
+		"  -h, --help           this text, also `help`\n"
+		"  -V, --version        the client's version\n"
 		"  reset [SET]          zero every set, or one (needs root)\n"
 		"\n"
 		"KMODLAB_PROC_DIR overrides /proc/kmodlab.\n", prog, prog);
