@@ -178,7 +178,6 @@ static void print_json(const struct kml_snapshot *s,
 {
 	const char *sep = "";
 	size_t i;
-	int k;
 
 	printf("[");
 	for (i = 0; i < s->n; i++) {
@@ -186,27 +185,20 @@ static void print_json(const struct kml_snapshot *s,
 
 		if (!matches(r, filter))
 			continue;
-		/* Names are [A-Za-z0-9_.-]: nothing in them needs escaping. */
-		printf("%s{\"set\":\"%s\",\"name\":\"%s\",", sep, r->set,
-		       r->name);
+		printf("%s{\"set\":", sep);
+		kml_json_str(r->set);
+		printf(",\"name\":");
+		kml_json_str(r->name);
+		printf(",");
 		sep = ",";
 		if (r->type == KML_REC_COUNTER) {
 			printf("\"type\":\"counter\",\"value\":%" PRIu64,
 			       r->value);
 		} else {
-			const char *bsep = "";
-
 			printf("\"type\":\"hist\",\"count\":%" PRIu64
-			       ",\"sum\":%" PRIu64 ",\"buckets\":{",
+			       ",\"sum\":%" PRIu64 ",\"buckets\":",
 			       r->value, r->sum);
-			for (k = 0; k < KML_STATS_HIST_BUCKETS; k++) {
-				if (!r->buckets[k])
-					continue;
-				printf("%s\"%d\":%" PRIu64, bsep, k,
-				       r->buckets[k]);
-				bsep = ",";
-			}
-			printf("}");
+			kml_json_hist(r->buckets, KML_STATS_HIST_BUCKETS);
 		}
 		if (prev)
 			printf(",\"rate\":%.3f",

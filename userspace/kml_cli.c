@@ -148,3 +148,44 @@ void kml_usage_error(const char *fmt, ...)
 	fprintf(stderr, " (%s --help: usage)\n", kml_prog);
 	exit(2);
 }
+
+/* A JSON string: quotes, backslashes and control bytes escaped. */
+void kml_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/*
+ * The one JSON shape of a log2 histogram, in every client: the buckets
+ * from the first non-empty one to the last, each as its value range
+ * (bucket 0 holds 0, bucket k holds 2^(k-1) .. 2^k - 1) and its count.
+ */
+void kml_json_hist(const uint64_t *b, unsigned int n)
+{
+	int first = -1, last = -1;
+
+	for (unsigned int k = 0; k < n; k++)
+		if (b[k]) {
+			if (first < 0)
+				first = (int)k;
+			last = (int)k;
+		}
+	printf("[");
+	for (int k = first; first >= 0 && k <= last; k++)
+		printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
+		       k == first ? "" : ",", k ? 1ULL << (k - 1) : 0ULL,
+		       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
+		       (unsigned long long)b[k]);
+	printf("]");
+}

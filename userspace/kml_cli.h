@@ -12,6 +12,9 @@ unsigned long long kml_number(const char *s, unsigned long long max,
 void kml_load_hint(char *buf, size_t len, const char *mod, const char *modules_dep);
 void kml_die_not_loaded(const char *mod, const char *what) __attribute__((noreturn));
 #include <stdio.h>
+#include <stdint.h>
+void kml_json_str(const char *s);
+void kml_json_hist(const uint64_t *b, unsigned int n);
 void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f));
 void kml_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

@@ -66,24 +66,14 @@ void kml_probe_draw_hist(const __u64 *hist)
 	}
 }
 
-/* Every bucket from the first to the last non-empty one, as `hist` always did. */
+/* kml_json_hist() on the kernel's __u64 buckets. */
 void kml_probe_json_buckets(const __u64 *hist)
 {
-	int first = -1, last = -1, k;
+	uint64_t b[KML_PROBE_BUCKETS];
 
-	for (k = 0; k < KML_PROBE_BUCKETS; k++)
-		if (hist[k]) {
-			if (first < 0)
-				first = k;
-			last = k;
-		}
-	printf("[");
-	for (k = first; first >= 0 && k <= last; k++)
-		printf("%s{\"low\":%llu,\"high\":%llu,\"count\":%llu}",
-		       k == first ? "" : ",", k ? 1ULL << (k - 1) : 0ULL,
-		       k == 0 ? 0ULL : k == 64 ? ~0ULL : (1ULL << k) - 1,
-		       (unsigned long long)hist[k]);
-	printf("]");
+	for (int k = 0; k < KML_PROBE_BUCKETS; k++)
+		b[k] = hist[k];
+	kml_json_hist(b, KML_PROBE_BUCKETS);
 }
 
 /* ---- record ---- */
@@ -550,23 +540,6 @@ int kml_probe_record(int fd, int argc, char **argv)
 
 /* ---- report ---- */
 
-/* A string from the file, as JSON: it may hold any byte. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 /* A name from the file, for a terminal: no control bytes pass. */
 static const char *printable(const char *s)
 {
@@ -587,7 +560,7 @@ static uint64_t min_of(const struct kml_pf_func *f)
 static void report_json(const struct kml_pf *pf, const char *path, unsigned int top)
 {
 	printf("{\"file\":");
-	json_str(path);
+	kml_json_str(path);
 	printf(",\"version\":%u,\"complete\":%s,\"start_realtime_ns\":%llu,"
 	       "\"duration_ns\":%llu,\"records\":%llu,\"ring_lost\":%llu,\"functions\":[",
 	       pf->hdr.version, pf->complete ? "true" : "false",
@@ -599,7 +572,7 @@ static void report_json(const struct kml_pf *pf, const char *path, unsigned int 
 		const struct kml_pf_func *f = &pf->funcs[i];
 
 		printf("%s{\"func\":", i ? "," : "");
-		json_str(f->attr.func);
+		kml_json_str(f->attr.func);
 		printf(",\"id\":%u,\"nargs\":%u,\"calls\":%llu,\"sum_ns\":%llu,"
 		       "\"min_ns\":%llu,\"max_ns\":%llu,", f->attr.id, f->attr.nargs,
 		       (unsigned long long)f->calls, (unsigned long long)f->sum_ns,

@@ -1112,8 +1112,10 @@ TEST(client_table_json_filter)
 	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out)));
 	EXPECT_EQ(0, strcmp(out,
 		"[{\"set\":\"demo\",\"name\":\"values\",\"type\":\"hist\","
-		"\"count\":20,\"sum\":190,\"buckets\":{\"0\":1,\"1\":1,"
-		"\"2\":2,\"3\":4,\"4\":8,\"5\":4}}]\n")) TH_LOG("%s", out);
+		"\"count\":20,\"sum\":190,\"buckets\":[{\"low\":0,\"high\":0,\"count\":1},"
+		"{\"low\":1,\"high\":1,\"count\":1},{\"low\":2,\"high\":3,\"count\":2},"
+		"{\"low\":4,\"high\":7,\"count\":4},{\"low\":8,\"high\":15,\"count\":8},"
+		"{\"low\":16,\"high\":31,\"count\":4}]}]\n")) TH_LOG("%s", out);
 
 	snprintf(cmd, sizeof(cmd), "%s -w 0.2 -c 3 -j kml_stats/opens 2>&1",
 		 client());
