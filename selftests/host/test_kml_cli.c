@@ -63,6 +63,68 @@ TEST(not_installed_means_both_insmods_in_order)
 		TH_LOG("%s", h);
 }
 
+/* What @fn printed on stdout. */
+static const char *captured(void (*fn)(void))
+{
+	static char buf[4096];
+	FILE *tmp = tmpfile();
+	int saved = dup(1);
+	size_t n;
+
+	fflush(stdout);
+	dup2(fileno(tmp), 1);
+	fn();
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	return buf;
+}
+
+static void print_str(void)
+{
+	kml_json_str("a\"b\\c\n\x01\x7f\xc3\xa9");
+}
+
+static void print_hist(void)
+{
+	uint64_t b[65] = { 0 };
+
+	b[0] = 1;
+	b[3] = 4;
+	b[64] = 2;
+	kml_json_hist(b, 65);
+}
+
+static void print_empty_hist(void)
+{
+	uint64_t b[65] = { 0 };
+
+	kml_json_hist(b, 65);
+}
+
+TEST(json_strings_are_escaped)
+{
+	/* UTF-8 passes as it is; control bytes and DEL are \u-escaped. */
+	ASSERT_STREQ("\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\"", captured(print_str));
+}
+
+TEST(json_histograms_have_one_shape)
+{
+	static const char head[] =
+		"[{\"low\":0,\"high\":0,\"count\":1},{\"low\":1,\"high\":1,\"count\":0},"
+		"{\"low\":2,\"high\":3,\"count\":0},{\"low\":4,\"high\":7,\"count\":4},";
+
+	/* From the first non-empty bucket to the last, empty ones between. */
+	ASSERT_EQ(0, strncmp(head, captured(print_hist), sizeof(head) - 1)) TH_LOG("%s", captured(print_hist));
+	ASSERT_NE(NULL, strstr(captured(print_hist),
+			       "{\"low\":9223372036854775808,\"high\":18446744073709551615,\"count\":2}]"));
+	ASSERT_STREQ("[]", captured(print_empty_hist));
+}
+
 static const char *const clients[] = {
 	"kml-stats", "kml-sensor", "kml-probe", "kml-ring", "kml-filter",
 };
