@@ -102,6 +102,28 @@ static void parse_or_die(int argc, char *const argv[], struct kml_filter_rule *r
 		kml_die("bad rule: %s", err);
 }
 
+/* Rule words in JSON as on the command line: strings, never numbers. */
+static const char *family_word(__u8 f)
+{
+	return f == KML_FILTER_FAMILY_IPV4 ? "ipv4" : f == KML_FILTER_FAMILY_IPV6 ? "ipv6" : "any";
+}
+
+static const char *proto_word(__u8 p)
+{
+	switch (p) {
+	case KML_FILTER_PROTO_ICMP:
+		return "icmp";
+	case KML_FILTER_PROTO_TCP:
+		return "tcp";
+	case KML_FILTER_PROTO_UDP:
+		return "udp";
+	case KML_FILTER_PROTO_ICMPV6:
+		return "icmpv6";
+	default:
+		return "any";
+	}
+}
+
 static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 			    const __u8 *addr, __u8 len)
 {
@@ -149,10 +171,11 @@ static void cmd_list(int fd, int verbose)
 			const struct kml_filter_rule *r = &e[i].rule;
 
 			kml_filter_format_rule(r, text, sizeof(text));
-			printf("%s{\"num\":%u,\"rule\":\"%s\",\"action\":\"%s\",\"dir\":\"%s\",\"family\":%u,\"proto\":%u",
+			printf("%s{\"num\":%u,\"rule\":\"%s\",\"action\":\"%s\",\"dir\":\"%s\",\"family\":\"%s\",\"proto\":\"%s\"",
 			       i ? "," : "", i + 1, text, kml_filter_verdict_name(r->action),
 			       r->dir == KML_FILTER_DIR_BOTH ? "both" :
-			       r->dir == KML_FILTER_DIR_IN ? "in" : "out", r->family, r->proto);
+			       r->dir == KML_FILTER_DIR_IN ? "in" : "out", family_word(r->family),
+			       proto_word(r->proto));
 			print_addr_json("src", r, r->src, r->src_len);
 			print_addr_json("dst", r, r->dst, r->dst_len);
 			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u],\"packets\":%" PRIu64

@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		"      --count N           records to produce (default: until --seconds)\n"
 		"      --seconds S         how long (default 3)\n"
 		"      --cpu C             run the producer on CPU C\n"
-		"  consume [OPTIONS]       print records other modules write (kml_ring_write())\n"
+		"  consume [OPTIONS]       print records other modules write (kml_ring_write());\n"
+		"                          --json: JSON Lines, one per record, then a summary\n"
 		"      --seconds S         how long (default 10), or --count N records\n"
 		"  common: --pages P (ring data pages, power of two, default 64),\n"
 		"          --watermark BYTES (wake after this much, 1..half the ring, default 1), --print\n"
@@ -182,7 +183,11 @@ static int cmd_consume(unsigned int pages, uint64_t wm, double seconds,
 			kml_die("%s", "malformed record in the ring");
 		fflush(stdout);
 	}
-	if (!json)
+	/* JSON Lines: a line per record, then this one, even with none. */
+	if (json)
+		printf("{\"summary\":true,\"records\":%" PRIu64 ",\"lost\":%llu}\n", got,
+		       (unsigned long long)r.ctrl->lost);
+	else
 		fprintf(stderr, "%s: %" PRIu64 " records, %llu lost\n", prog, got,
 			(unsigned long long)r.ctrl->lost);
 	kml_ring_user_close(&r);

@@ -1345,7 +1345,7 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_NE(NULL, strstr(out, "    2          7          896  drop in udp dport 9000\n"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(0, CLIENT("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":0,\"proto\":17,\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"packets\":7,\"bytes\":896}"))
+	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"packets\":7,\"bytes\":896}"))
 		TH_LOG("%s", out);
 
 	/* list | load gives the same set back */
