@@ -186,12 +186,13 @@ static int cmd_watch(int fd, int argc, char **argv)
 	uint32_t period;
 	struct timespec ts;
 
+	/* Strict: "2x" is refused, not read as 2 (kml_number()). */
 	if (argc == 2 && !strcmp(argv[0], "-c"))
-		count = strtol(argv[1], NULL, 10);
+		count = (long)kml_number(argv[1], 1000000000, "count (1..1000000000)");
 	else if (argc)
-		kml_die("%s", "usage: watch [-c COUNT]");
-	if (count == 0 || count < -1)
-		kml_die("%s", "bad count: give a positive number");
+		kml_usage_error("%s", "usage: watch [-c COUNT]");
+	if (!count)
+		kml_die("%s", "bad count '0': give a positive number");
 	for (n = 0; count < 0 || n < count; n++) {
 		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &period))
 			ioctl_failed("period");
