@@ -389,13 +389,36 @@ VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
 # The release as the running kernel reports it (Debian's kernel.release differs).
 KREL = $$(sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h)
 
+# Signing: the kernel signs at modules_install when CONFIG_MODULE_SIG_ALL
+# is set, with the key its build left behind. Distribution headers have
+# no key (it never leaves the distribution's builders): then say so once
+# and install unsigned, instead of one OpenSSL error per module.
+SIG_KEY = $$(sed -n 's/^CONFIG_MODULE_SIG_KEY="\(.*\)"/\1/p' $(KDIR)/include/config/auto.conf)
+
 install: userspace
+	@test -f $(KDIR)/Makefile || { echo "kmodlab: no kernel build tree at $(KDIR):" \
+		"install the headers of the kernel to build for (Debian: apt-get install" \
+		"linux-headers-$$(uname -r)), or give KDIR=/path/to/its/build/tree"; exit 1; }
 	$(TOP)/scripts/mirror.sh $(TOP) $(KBUILDDIR)-install
 	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 modules
-	$(MAKE) -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 \
-		KERNELRELEASE=$(KREL) INSTALL_MOD_DIR=updates/kmodlab \
-		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
-	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KREL)
+	@key=$(SIG_KEY); sign=; \
+	if grep -qs '^CONFIG_MODULE_SIG_ALL=y' $(KDIR)/include/config/auto.conf; then \
+		case $$key in /*) ;; *) key=$(KDIR)/$$key ;; esac; \
+		if [ -n "$(SIG_KEY)" ] && [ -r "$$key" ]; then echo "kmodlab: signing the modules with $$key"; \
+		else sign=CONFIG_MODULE_SIG_ALL=; \
+			echo "kmodlab: installing UNSIGNED modules (no signing key in $(KDIR))." \
+			"They load on a kernel that does not enforce signatures (taint E); under" \
+			"Secure Boot or lockdown, or with module.sig_enforce=1, they are refused:" \
+			"sign them with a key the kernel trusts (e.g. a MOK enrolled with mokutil," \
+			"as DKMS does: make dkms-install)."; fi; \
+	fi; \
+	bash -c "set -o pipefail; $(MAKE) -s -C $(KDIR) M=$(KBUILDDIR)-install KMODLAB_NO_TESTS=1 \
+		$$sign KERNELRELEASE=$(KREL) INSTALL_MOD_DIR=updates/kmodlab \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install 2>&1 | \
+		{ grep -v \"missing 'System.map' file. Skipping depmod\" || true; }"
+	@# depmod for the installed kernel; under DESTDIR (a package being
+	@# built) that is the target's job, when the package is installed
+	$(if $(DESTDIR),@echo "kmodlab: DESTDIR install: run \`depmod $(KREL)\` on the target (a package's postinst does)",depmod $(KREL))
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/linux \
 		$(DESTDIR)/etc/udev/rules.d
 	install -m 0755 $(addprefix $(BUILD)/bin/,$(CLIENTS)) $(DESTDIR)$(PREFIX)/bin/

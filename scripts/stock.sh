@@ -92,6 +92,23 @@ else
 	bad "build against linux-headers-$abi"
 	finish
 fi
+# `make install` as a packager runs it (DESTDIR) against these headers,
+# which carry no signing key: the modules land compressed under
+# updates/kmodlab, one line says they are unsigned and why that matters,
+# and nothing else is said (no OpenSSL error per module, no depmod noise).
+inst=$(mktemp -d)
+if make -s install KDIR="$kdir" DESTDIR="$inst" PREFIX=/usr > "$repo/build/stock-install.log" 2>&1 &&
+   (($(find "$inst/lib/modules/$abi/updates/kmodlab" -name 'kml_*.ko*' | wc -l) == 6)) &&
+   [[ -x $inst/usr/bin/kml-probe && -f $inst/usr/include/linux/kml_probe.h ]] &&
+   (($(grep -c 'UNSIGNED' "$repo/build/stock-install.log") == 1)) &&
+   ! grep -qiE 'SSL error|sign-file|System.map|depmod: WARNING' "$repo/build/stock-install.log" &&
+   [[ ! -e $inst/lib/modules/$abi/modules.dep ]]; then
+	ok "make install DESTDIR= against linux-headers-$abi: 6 modules, one line on signing, no depmod"
+else
+	cat "$repo/build/stock-install.log"
+	bad "make install DESTDIR= against linux-headers-$abi"
+fi
+rm -rf "$inst"
 
 # Tests that patch kernel text while another vCPU runs it: kprobes (on
 # every kernel) and, on these kernels only, static keys (CONFIG_JUMP_LABEL,
