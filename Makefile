@@ -24,7 +24,13 @@ KDIR_DEP  := kernel
 KBUILDDIR := $(BUILD)/kmod/$(KVER)-$(PROFILE)
 else
 KDIR_DEP  :=
-KBUILDDIR := $(BUILD)/kmod/custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8)
+# Named after the kernel it is for (its release), where the tree says.
+KBUILDDIR := $(BUILD)/kmod/$(or $(shell cat '$(KDIR)/include/config/kernel.release' 2>/dev/null),custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8))
+# Another kernel is a real host's: no test-only modules (one WARNs on
+# purpose) unless asked for (KMODLAB_TESTS=1: its selftests need them).
+ifneq ($(KMODLAB_TESTS),1)
+export KMODLAB_NO_TESTS := 1
+endif
 endif
 # kselftest_harness.h comes from the kernel source tree, never the repo:
 # always 6.12's, whatever kernel the tests run on (6.1's lacks -r/-T).

@@ -81,10 +81,12 @@ if [[ ! -s $dir/initrd.gz ]]; then
 fi
 
 kdir=/usr/src/linux-headers-$abi
-kbuild=$repo/build/kmod/custom-$(echo "$kdir" | md5sum | cut -c1-8)
+# the Makefile names a KDIR build after the tree's release (6.1's is its
+# upstream version, 6.1.192, not the package's ABI name)
+kbuild=$repo/build/kmod/$(cat "$kdir/include/config/kernel.release" 2>/dev/null)
 [[ ${1:-} == prepare ]] && exit 0	# image and initramfs only
 mkdir -p "$repo/build"
-if make -s KDIR="$kdir" modules > "$repo/build/stock-build.log" 2>&1 &&
+if make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-build.log" 2>&1 &&
    make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
 	ok "modules built against linux-headers-$abi (W=1 -Werror)"
 else
