@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"  detach FUNC             remove its probe (root)\n"
 		"  list                    attached functions with count, avg, min, max, missed\n"
 		"                          (a function whose module was unloaded is marked gone)\n"
-		"  hist FUNC [-w SECONDS]  log2 latency histogram (of the last SECONDS)\n"
+		"  hist FUNC [-w|--seconds S]  log2 latency histogram (of the next S seconds)\n"
 		"  reset                   zero every probe's results (root)\n"
 		"  call COUNT DELAY_US [DEPTH]\n"
 		"                          run the built-in test target kml_probe_target (root)\n"
@@ -270,10 +270,10 @@ static int cmd_hist(int fd, int argc, char **argv)
 	struct kml_probe_result a, b;
 	double secs = 0;
 
-	if (argc == 4 && !strcmp(argv[2], "-w"))
+	if (argc == 4 && (!strcmp(argv[2], "-w") || !strcmp(argv[2], "--seconds")))
 		secs = (double)kml_number(argv[3], 86400, "seconds");
 	else if (argc != 2)
-		kml_die("%s", "usage: hist FUNC [-w SECONDS]");
+		kml_usage_error("%s", "usage: hist FUNC [-w|--seconds SECONDS]");
 	get(fd, argv[1], &a);
 	if (secs > 0) {
 		struct timespec ts = { .tv_sec = (time_t)secs };

@@ -32,11 +32,11 @@ static void usage(FILE *f)
 		"\n"
 		"  info                     channels, ranges, ABI version\n"
 		"  read [CH]                latest reading of one channel, or all\n"
-		"  watch [-c COUNT]         readings of all channels, every period\n"
+		"  watch [-c|--count N]     readings of all channels, every period\n"
 		"  alarm set CH LOW HIGH    alarm outside [LOW, HIGH] degrees C (root)\n"
 		"  alarm off CH             disable a channel's alarm (root)\n"
 		"  alarm get [CH]           show alarm settings\n"
-		"  wait [-t SECONDS]        block until an alarm, print it (exit 3 on timeout)\n"
+		"  wait [-t|--seconds S]    block until an alarm, print it (exit 3 on timeout)\n"
 		"  period [MS]              show or set (root) the sampling period\n"
 		"  inject CH VALUE|clear    hold a channel at VALUE degrees C (root)\n"
 		"  reset                    back to defaults (root)\n"
@@ -187,10 +187,10 @@ static int cmd_watch(int fd, int argc, char **argv)
 	struct timespec ts;
 
 	/* Strict: "2x" is refused, not read as 2 (kml_number()). */
-	if (argc == 2 && !strcmp(argv[0], "-c"))
+	if (argc == 2 && (!strcmp(argv[0], "-c") || !strcmp(argv[0], "--count")))
 		count = (long)kml_number(argv[1], 1000000000, "count (1..1000000000)");
 	else if (argc)
-		kml_usage_error("%s", "usage: watch [-c COUNT]");
+		kml_usage_error("%s", "usage: watch [-c|--count COUNT]");
 	if (!count)
 		kml_die("%s", "bad count '0': give a positive number");
 	for (n = 0; count < 0 || n < count; n++) {
@@ -271,14 +271,14 @@ static int cmd_wait(int fd, int argc, char **argv)
 	int timeout_ms = -1, r;
 	ssize_t n;
 
-	if (argc == 2 && !strcmp(argv[0], "-t")) {
+	if (argc == 2 && (!strcmp(argv[0], "-t") || !strcmp(argv[0], "--seconds"))) {
 		uint32_t s;
 
 		if (kml_parse_uint(argv[1], 86400, &s))
 			kml_die("bad timeout '%s': give whole seconds", argv[1]);
 		timeout_ms = (int)s * 1000;
 	} else if (argc) {
-		kml_die("%s", "usage: wait [-t SECONDS]");
+		kml_usage_error("%s", "usage: wait [-t|--seconds SECONDS]");
 	}
 	r = poll(&p, 1, timeout_ms);
 	if (r < 0)

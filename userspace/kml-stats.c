@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"/proc/kmodlab/stats. FILTER keeps rows whose SET/NAME contains it.\n"
 		"\n"
 		"  -j, --json           JSON instead of a table (one document per sample)\n"
-		"  -w, --watch SECONDS  sample every SECONDS and show per-second rates\n"
+		"  -w, --watch, --interval SECONDS\n"
+		"                       sample every SECONDS and show per-second rates\n"
 		"  -c, --count N        stop after N samples in watch mode\n"
 		"  -h, --help           this text, also `help`\n"
 		"  -V, --version        the client's version\n"
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", required_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'w' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

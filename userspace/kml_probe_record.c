@@ -353,6 +353,7 @@ int kml_probe_record(int fd, int argc, char **argv)
 		{ "args", required_argument, NULL, 'a' },
 		{ "pages", required_argument, NULL, 'm' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "seconds", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct recorder rec;
