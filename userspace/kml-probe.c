@@ -37,7 +37,7 @@ static void usage(FILE *f)
 		"  reset                   zero every probe's results (root)\n"
 		"  call COUNT DELAY_US [DEPTH]\n"
 		"                          run the built-in test target kml_probe_target (root)\n"
-		"  record [-o FILE] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]\n"
+		"  record [-o FILE] [-a NARGS] [-m PAGES] [-d|--seconds S] FUNC... [-- COMMAND...]\n"
 		"                          every call of each FUNC, one record each, into FILE\n"
 		"                          (default kml-probe.data), while COMMAND runs, for\n"
 		"                          SECONDS, or until ^C (root; needs kml_ring loaded)\n"
