@@ -220,7 +220,7 @@ TEST_F_TIMEOUT(ring, bad_mmap_and_ioctl_arguments, 300)
 	EXPECT_EQ(-EINVAL, start(fd, 64, 0, 10, 4096));
 	EXPECT_EQ(-EINVAL, start(fd, 64, 0, 10, -2));
 	{
-		struct kml_ring_produce pr = { .record_size = 64, .cpu = -1, .flags = 2 };
+		struct kml_ring_produce pr = { .record_size = 64, .cpu = -1, .flags = 4 };
 
 		EXPECT_EQ(-1, ioctl(fd, KML_RING_IOC_START, &pr));
 		EXPECT_EQ(EINVAL, errno);
