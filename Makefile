@@ -270,11 +270,13 @@ $(BUILD)/bench/kml_sensor_bench: selftests/bench/kml_sensor_bench.c uapi/linux/k
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-$(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml_probe.h
+$(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml_probe.h \
+				selftests/kml_trace.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-$(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) userspace/kml_ring_lib.h
+$(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) userspace/kml_ring_lib.h \
+			       selftests/kml_trace.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB)
 
