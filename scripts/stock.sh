@@ -81,7 +81,12 @@ fi
 
 kdir=/usr/src/linux-headers-$abi
 kbuild=$repo/build/kmod/custom-$(echo "$kdir" | md5sum | cut -c1-8)
-[[ ${1:-} == prepare ]] && exit 0	# image and initramfs only
+if [[ ${1:-} == prepare ]]; then	# image and initramfs only
+	# and, for scripts/bench.sh, where they and the modules' build are
+	[[ -n ${2:-} ]] && printf 'abi=%q\ndir=%q\nkdir=%q\nkbuild=%q\n' \
+		"$abi" "$dir" "$kdir" "$kbuild" > "$2"
+	exit 0
+fi
 mkdir -p "$repo/build"
 if make -s KDIR="$kdir" modules > "$repo/build/stock-build.log" 2>&1 &&
    make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then

@@ -1,8 +1,12 @@
 #!/bin/bash
 # `make bench`, guest side: load the modules and run every benchmark.
+# KMODLAB_KO_DIR is the modules' build (the test kernel's, or the stock
+# kernel's from scripts/bench.sh STOCK=).
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-ko=$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}/modules
+ko=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}/modules
+echo "kernel $(uname -r); under TCG only the ratios below mean anything"
+echo
 insmod "$ko/kml_stats/kml_stats.ko"
 insmod "$ko/kml_sensor/kml_sensor.ko" channels=8
 "$repo/build/bench/kml_sensor_bench"

@@ -2034,8 +2034,9 @@ TEST_F_TIMEOUT(walk, module_load, 900)
 }
 
 /*
- * ---- tracepoints kml_ring:record_lost and kml_ring:wakeup, read back
- * through a trace instance of the test's own (../kml_trace.h) ----
+ * ---- tracepoints kml_ring:record_lost, kml_ring:wakeup and
+ * kml_ring:sample, read back through a trace instance of the test's own
+ * (../kml_trace.h) ----
  */
 FIXTURE(trace) {
 	struct kml_ring_user r[2];
@@ -2338,6 +2339,51 @@ TEST_F_TIMEOUT(trace, wakeup_for_blocked_reader, 300)
 	free(text);
 	/* The stats count the same wake-ups. */
 	EXPECT_EQ(2, stat_value("wakeups") - w0);
+}
+
+/*
+ * KML_RING_PRODUCE_TRACE hands the producer's records to kml_ring:sample
+ * instead of the ring (how `make bench` feeds perf's ring the same
+ * records): one event per record, in order, each with the record's size,
+ * and the ring stays empty. A record larger than one perf event may carry
+ * is refused, even where the ring would take it (8 pages: up to 8 KiB).
+ */
+TEST_F_TIMEOUT(trace, produce_trace_emits_samples_not_records, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = KML_RING_TRACE_MAX_RECORD + 8, .count = 20, .cpu = 0,
+		.flags = KML_RING_PRODUCE_TRACE,
+	};
+	char *text = NULL;
+	long long v;
+	int k, n = 0;
+	double end;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/sample/enable", "1"));
+	ASSERT_EQ(0, kml_ring_user_open(&self->r[0], 8));
+	EXPECT_EQ(-1, ioctl(self->r[0].fd, KML_RING_IOC_START, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.record_size = 64;
+	ASSERT_EQ(0, ioctl(self->r[0].fd, KML_RING_IOC_START, &p));
+	for (end = now_s() + 60; n < 20 && now_s() < end; usleep(10000)) {
+		free(text);
+		text = kml_trace_get(&self->t, "trace");
+		ASSERT_NE(NULL, text);
+		n = kml_trace_count(text, "sample");
+	}
+	ASSERT_EQ(0, ioctl(self->r[0].fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(20, n) TH_LOG("%s", text);
+	for (k = 0; k < 20; k++) {
+		const char *line = kml_trace_line(text, "sample", k);
+
+		EXPECT_EQ(0, kml_trace_field(line, "seq", &v));
+		EXPECT_EQ(k, v);
+		EXPECT_EQ(0, kml_trace_field(line, "size", &v));
+		EXPECT_EQ(64, v);
+	}
+	free(text);
+	EXPECT_EQ(0, self->r[0].ctrl->head);
+	EXPECT_EQ(0, self->r[0].ctrl->produced);
 }
 
 TEST_HARNESS_MAIN
