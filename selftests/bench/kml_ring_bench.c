@@ -297,28 +297,33 @@ static void perf_consume(struct perf_ring *p, uint32_t rec_size, struct tally *t
 
 struct peer_result {
 	double recs_s, cpu_ns;
-	uint64_t records, lost, bad;
+	uint64_t records, lost, bad, polls;
 };
 
 /*
  * One second of the producer on CPU 1 at @rate records/s (0: flat out),
- * the consumer here waiting in poll() and taking whatever is there, from
- * our ring or (@perf) from perf's. Flat out, records/s is what the
- * consumer kept up with; at a rate both can keep up with, CPU per record
- * is what consuming costs, wakeups included.
+ * with the consumer here waiting in poll() and taking whatever is there,
+ * from our ring or (@perf) from perf's. The producer writes whole samples
+ * (filled and checksummed: no NOFILL), so both ways carry the same bytes:
+ * written in place in our ring; for perf, written to the producer's
+ * buffer and copied by the tracepoint into perf's. Flat out, records/s is
+ * what the slower side managed (the lost counts say which); at a rate
+ * both keep up with, consumer CPU per record is what consuming costs,
+ * wakeups included.
  */
 static struct peer_result peer_run(int perf, int each, uint32_t rec_size,
 				   uint32_t rate)
 {
 	struct kml_ring_produce pr = {
 		.record_size = rec_size, .rate = rate, .cpu = 1,
-		.flags = KML_RING_PRODUCE_NOFILL | (perf ? KML_RING_PRODUCE_TRACE : 0),
+		.flags = perf ? KML_RING_PRODUCE_TRACE : 0,
 	};
 	uint64_t wm = each ? 1 : PEER_WATERMARK;
 	struct peer_result res;
 	struct kml_ring_user r;
 	struct perf_ring p;
 	struct tally t = { 0 };
+	uint64_t polls = 0;
 	double c0, t0;
 
 	if (kml_ring_user_open(&r, PEER_PAGES))
@@ -331,7 +336,7 @@ static struct peer_result peer_run(int perf, int each, uint32_t rec_size,
 		die("start");
 	c0 = cpu_now();
 	t0 = now();
-	while (now() - t0 < 1) {
+	for (; now() - t0 < 1; polls++) {
 		if (perf) {
 			struct pollfd pf = { .fd = p.fd, .events = POLLIN };
 
@@ -355,6 +360,7 @@ static struct peer_result peer_run(int perf, int each, uint32_t rec_size,
 	res.records = t.records;
 	res.lost = t.lost;
 	res.bad = t.bad;
+	res.polls = polls;
 	return res;
 }
 
@@ -400,6 +406,15 @@ static void peer_bench(void)
 
 				flat = peer_run(perf, cf[c].each, cf[c].size, 0);
 				paced = peer_run(perf, cf[c].each, cf[c].size, PEER_RATE);
+				if (getenv("KML_BENCH_VERBOSE"))	/* every run */
+					fprintf(stderr, "round %d %-26s %-8s flat out %8.0f/s"
+						" lost %llu, at %d/s %8.0f ns/record"
+						" (%llu records, %llu polls)\n",
+						round, cf[c].name, perf ? "perf" : "kml_ring",
+						flat.recs_s, (unsigned long long)flat.lost,
+						PEER_RATE, paced.cpu_ns,
+						(unsigned long long)paced.records,
+						(unsigned long long)paced.polls);
 				rate[c][perf][round] = flat.recs_s;
 				cpu[c][perf][round] = paced.cpu_ns;
 				lost[c][perf] += flat.lost;
