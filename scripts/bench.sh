@@ -24,8 +24,9 @@ fi
 mkdir -p build
 paths=build/stock-$STOCK.paths
 STOCK=$STOCK "$here/stock.sh" prepare "$paths" >&2
+abi='' dir='' kdir='' kbuild=''	# set by the file stock.sh wrote
 # shellcheck source=/dev/null
-source "$paths"		# abi, dir, kdir, kbuild
+source "$paths"
 make -s KDIR="$kdir" modules
 make -s bench-build
 echo "stock kernel: $abi"
