@@ -24,12 +24,11 @@ fi
 mkdir -p build
 paths=build/stock-$STOCK.paths
 STOCK=$STOCK "$here/stock.sh" prepare "$paths" >&2
-abi='' dir='' kdir='' kbuild=''	# set by the file stock.sh wrote
+dir='' kdir='' kbuild=''	# set by the file stock.sh wrote
 # shellcheck source=/dev/null
 source "$paths"
 make -s KDIR="$kdir" modules
 make -s bench-build
-echo "stock kernel: $abi"
 "$here/vm-run.sh" --stock "$dir" --tcg-single --timeout 1800 --out "build/vm/bench-stock-$STOCK" \
 	-- env KMODLAB_KO_DIR="$kbuild" scripts/guest/bench.sh |
 	strip_kernel_log | tee "build/bench-stock-$STOCK.txt"

@@ -164,7 +164,7 @@ static double stream_cpu_per_rec(uint64_t watermark, uint64_t *recs)
 #define PEER_PAGES	64		/* both rings: 256 KiB of data */
 #define PEER_WATERMARK	(64 * 1024)	/* bytes, for both */
 #define PEER_RATE	5000		/* records/s, for the CPU runs */
-#define PEER_ROUNDS	3
+#define PEER_ROUNDS	5
 
 /* kml_ring:sample as tracefs describes it: its id and two fields' offsets. */
 static int sample_id = -1, seq_off = -1, bytes_off = -1;
