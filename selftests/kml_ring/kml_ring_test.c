@@ -1978,6 +1978,46 @@ TEST_F_TIMEOUT(ring, fault_walk_start, 300)
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
 }
 
+/*
+ * START with KML_RING_PRODUCE_TRACE first allocates the producer's record
+ * buffer: each failure is a clean -ENOMEM (kmemleak, on the debug kernel,
+ * sees that a failed thread creation frees the buffer), and the walk ends
+ * in a producer that runs and stops.
+ */
+TEST_F_TIMEOUT(ring, fault_walk_start_trace, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = 64, .count = 5, .cpu = -1, .flags = KML_RING_PRODUCE_TRACE,
+	};
+	struct kml_fault f;
+	struct walk w = { 0 };
+	int n, ret = -1;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = ioctl(self->r.fd, KML_RING_IOC_START, &p) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (ret) {
+			w.errors++;
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		} else {
+			w.absorbed++;
+		}
+		EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	}
+	kml_fault_exit(&f);
+	walk_log(_metadata, "START with TRACE", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GT(w.errors, 0);
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	/* The records went to the tracepoint, none to the ring. */
+	EXPECT_EQ(0, self->r.ctrl->head);
+}
+
 /* A loaded kml_ring is complete: its device, its stats, a ring. */
 static void check_ring_works(struct __test_metadata *_metadata)
 {
