@@ -147,7 +147,11 @@ struct kml_ring_produce {
 
 #define KML_RING_PRODUCE_NOFILL	0x1U
 #define KML_RING_PRODUCE_TRACE	0x2U	/* any other flag: -EINVAL */
-/* A tracepoint's event must fit perf's 8 KiB per-event buffer. */
+/*
+ * A traced record must fit perf's 8 KiB per-event buffer (and a trace
+ * event's dynamic array, 64 KiB). ftrace's own buffer, with its default
+ * 4 KiB sub-buffers, holds only records up to about 4000 bytes.
+ */
 #define KML_RING_TRACE_MAX_RECORD	4096
 #define KML_RING_PRODUCE_SIZE_VER0	24	/* the first published size */
 
