@@ -152,6 +152,8 @@ static volatile pid_t bt_pid = -1;
 static char bt_out[64];
 static unsigned long long bt_counted;	/* calls in the last hist printed */
 
+static void bpftrace_off(void);
+
 static int bpftrace_on(void)
 {
 	int out;
@@ -168,6 +170,7 @@ static int bpftrace_on(void)
 		dup2(out, 2);
 		/* -B none: no buffering at all, even into a file. */
 		execlp("bpftrace", "bpftrace", "-B", "none", "-e", bt_prog, (char *)NULL);
+		dprintf(1, "exec bpftrace: %s\n", strerror(errno));
 		_exit(127);
 	}
 	close(out);
@@ -180,7 +183,9 @@ static int bpftrace_on(void)
 		if (target_kprobes() == 2)
 			return 0;
 	}
-	fprintf(stderr, "kml_probe_bench: bpftrace did not attach in 120 s\n");
+	fprintf(stderr, "kml_probe_bench: bpftrace %s\n",
+		bt_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
+	bpftrace_off();		/* stops it if need be, shows what it said */
 	return -1;
 }
 
