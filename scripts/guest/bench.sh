@@ -1,9 +1,8 @@
 #!/bin/bash
 # `make bench`, guest side: load the modules and run every benchmark.
 # KMODLAB_KO_DIR is the modules' build (the test kernel's, or the stock
-# kernel's from scripts/bench.sh STOCK=). A benchmark that fails (the
-# stock kernels have no hwmon for kml_sensor's) does not stop the others;
-# the status says one did.
+# kernel's from scripts/bench.sh STOCK=). A benchmark that fails does not
+# stop the others; the status says one did.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ko=${KMODLAB_KO_DIR:-$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}}/modules
@@ -15,11 +14,15 @@ run() {
 echo "kernel $(uname -r); under TCG only the ratios below mean anything"
 echo
 insmod "$ko/kml_stats/kml_stats.ko" || exit 1
-insmod "$ko/kml_sensor/kml_sensor.ko" channels=8 &&
+if [[ ! -d /sys/class/hwmon ]]; then	# Debian's cloud kernels
+	printf '%s\n\n' "kml_sensor: no hwmon in this kernel, so no ioctl/hwmon comparison"
+elif insmod "$ko/kml_sensor/kml_sensor.ko" channels=8; then
 	run "$repo/build/bench/kml_sensor_bench"
+fi
 insmod "$ko/kml_probe/kml_probe_target.ko" && insmod "$ko/kml_probe/kml_probe.ko" &&
 	run "$repo/build/bench/kml_probe_bench"
 insmod "$ko/kml_ring/kml_ring.ko" && run "$repo/build/bench/kml_ring_bench"
 run "$repo/build/bench/kml_filter_bench" "$ko/kml_filter/kml_filter.ko"
-rmmod kml_ring kml_probe kml_probe_target kml_sensor kml_stats
+rmmod kml_sensor 2>/dev/null
+rmmod kml_ring kml_probe kml_probe_target kml_stats
 exit $status
