@@ -409,10 +409,11 @@ static void peer_bench(void)
 				paced = peer_run(perf, cf[c].each, cf[c].size, PEER_RATE);
 				if (getenv("KML_BENCH_VERBOSE"))	/* every run */
 					fprintf(stderr, "round %d %-26s %-8s flat out %8.0f/s"
-						" lost %llu, at %d/s %8.0f ns/record"
+						" lost %llu polls %llu, at %d/s %8.0f ns/record"
 						" (%llu records, %llu polls)\n",
 						round, cf[c].name, perf ? "perf" : "kml_ring",
 						flat.recs_s, (unsigned long long)flat.lost,
+						(unsigned long long)flat.polls,
 						PEER_RATE, paced.cpu_ns,
 						(unsigned long long)paced.records,
 						(unsigned long long)paced.polls);
