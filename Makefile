@@ -84,7 +84,7 @@ help:
 	@echo 'make coverage FROM=F  lcov report from counters kml-gcov-collect gathered (any kernel)'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
-	@echo 'make bench      benchmarks in one guest run, reported as ratios'
+	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug|kcsan)'
@@ -306,11 +306,13 @@ $(BUILD)/bench/kml_sensor_bench: selftests/bench/kml_sensor_bench.c uapi/linux/k
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-$(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml_probe.h
+$(BUILD)/bench/kml_probe_bench: selftests/bench/kml_probe_bench.c uapi/linux/kml_probe.h \
+				selftests/kml_trace.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $<
 
-$(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) userspace/kml_ring_lib.h
+$(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) userspace/kml_ring_lib.h \
+			       selftests/kml_trace.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB)
 

@@ -2,11 +2,35 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make bench`: benchmarks in one guest run, reported as ratios. Not a test:
 # nothing here passes or fails on a number.
+#
+#   make bench               the test kernel (KVER, PROFILE)
+#   make bench STOCK=6.12    Debian's stock cloud kernel of that series
+#                            (scripts/stock.sh prepares it), in a
+#                            single-threaded TCG guest: the peers' probes
+#                            and tracepoints patch kernel text there
+#                            (static keys), which multi-threaded TCG does
+#                            not emulate faithfully
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-"$here/deps.sh" host kernel vm
-"$here/kernel.sh" build
-make -s all bench-build
-"$here/vm-run.sh" --timeout 900 --out build/vm/bench -- scripts/guest/bench.sh |
-	grep -v '^\[ *[0-9.]*\]' | tee build/bench.txt
+strip_kernel_log() { grep -v '^\[ *[0-9.]*\]'; }
+if [[ -z ${STOCK:-} ]]; then
+	"$here/deps.sh" host kernel vm trace
+	"$here/kernel.sh" build
+	make -s all bench-build
+	"$here/vm-run.sh" --timeout 900 --out build/vm/bench -- scripts/guest/bench.sh |
+		strip_kernel_log | tee build/bench.txt
+	exit "${PIPESTATUS[0]}"
+fi
+mkdir -p build
+paths=build/stock-$STOCK.paths
+STOCK=$STOCK "$here/stock.sh" prepare "$paths" >&2
+dir='' kdir='' kbuild=''	# set by the file stock.sh wrote
+# shellcheck source=/dev/null
+source "$paths"
+make -s KDIR="$kdir" modules
+make -s bench-build
+"$here/vm-run.sh" --stock "$dir" --tcg-single --timeout 1800 --out "build/vm/bench-stock-$STOCK" \
+	-- env KMODLAB_KO_DIR="$kbuild" scripts/guest/bench.sh |
+	strip_kernel_log | tee "build/bench-stock-$STOCK.txt"
+exit "${PIPESTATUS[0]}"

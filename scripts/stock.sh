@@ -84,7 +84,12 @@ kdir=/usr/src/linux-headers-$abi
 # the Makefile names a KDIR build after the tree's release (6.1's is its
 # upstream version, 6.1.192, not the package's ABI name)
 kbuild=$repo/build/kmod/$(cat "$kdir/include/config/kernel.release" 2>/dev/null)
-[[ ${1:-} == prepare ]] && exit 0	# image and initramfs only
+if [[ ${1:-} == prepare ]]; then	# image and initramfs only
+	# and, for scripts/bench.sh, where they and the modules' build are
+	[[ -n ${2:-} ]] && printf 'abi=%q\ndir=%q\nkdir=%q\nkbuild=%q\n' \
+		"$abi" "$dir" "$kdir" "$kbuild" > "$2"
+	exit 0
+fi
 mkdir -p "$repo/build"
 if make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-build.log" 2>&1 &&
    make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then

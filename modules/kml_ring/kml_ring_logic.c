@@ -94,18 +94,22 @@ __u64 kml_ring_watermark_max(__u64 size)
  * @size: the ring's data area size (0 if not sized)
  *
  * Return: 0, or -EINVAL for an unsized ring, a record smaller than its
- * headers or larger than a quarter of the ring or %KML_RING_MAX_PAYLOAD,
+ * headers or larger than a quarter of the ring or %KML_RING_MAX_PAYLOAD
+ * (or, with %KML_RING_PRODUCE_TRACE, than %KML_RING_TRACE_MAX_RECORD),
  * a CPU below -1 or an unknown flag.
  */
 int kml_ring_check_produce(const struct kml_ring_produce *p, __u64 size)
 {
 	__u64 min = sizeof(struct kml_ring_rec) + sizeof(struct kml_ring_sample);
 	__u64 rs = p->record_size;
+	__u32 known = KML_RING_PRODUCE_NOFILL | KML_RING_PRODUCE_TRACE;
 
-	if (!size || p->flags & ~KML_RING_PRODUCE_NOFILL || p->cpu < -1)
+	if (!size || p->flags & ~known || p->cpu < -1)
 		return -EINVAL;
 	if (rs < min || rs > size / 4 ||
 	    rs > KML_RING_MAX_PAYLOAD + sizeof(struct kml_ring_rec))
+		return -EINVAL;
+	if (p->flags & KML_RING_PRODUCE_TRACE && rs > KML_RING_TRACE_MAX_RECORD)
 		return -EINVAL;
 	return 0;
 }

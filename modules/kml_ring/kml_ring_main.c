@@ -152,6 +152,7 @@ struct kml_ring {
 	atomic_t mapped;		/* live vmas of this ring */
 	struct task_struct *producer;	/* under lock */
 	struct kml_ring_produce prod;	/* set before the producer starts */
+	void *trace_rec;		/* KML_RING_PRODUCE_TRACE's record, likewise */
 	kuid_t uid;			/* the opener, charged for the pages */
 	u32 id;				/* in open order, for the tracepoints */
 	struct irq_work wake_work;	/* kml_ring_write_file()'s wake-ups */
@@ -527,6 +528,22 @@ EXPORT_SYMBOL_GPL(kml_ring_write_file);
 
 /* ---- the built-in producer ---- */
 
+/* The sample after @rec's header, wherever the record is going. */
+static void kml_fill_sample(struct kml_ring *r, struct kml_ring_rec *rec,
+			    u64 seq, u32 size)
+{
+	struct kml_ring_sample *s = (void *)(rec + 1);
+
+	s->seq = seq;
+	s->len = size - sizeof(*rec) - sizeof(*s);
+	if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
+		s->csum = 0;
+	} else {
+		kml_ring_fill(seq, s->data, s->len);
+		s->csum = kml_ring_csum(s->data, s->len);
+	}
+}
+
 /*
  * Reserve, fill, commit: the filling and checksumming, which cost as much
  * as the record is long, run with interrupts on. kml_ring_write() may
@@ -534,7 +551,6 @@ EXPORT_SYMBOL_GPL(kml_ring_write_file);
  */
 static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 {
-	struct kml_ring_sample *s;
 	struct kml_ring_rec *rec;
 	unsigned long flags;
 	bool wake;
@@ -551,15 +567,7 @@ static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 	kml_wunlock(r, flags);
 
 	/* Ours alone until published; the area stays (SET_SIZE stops us). */
-	s = (void *)(rec + 1);
-	s->seq = seq;
-	s->len = size - sizeof(*rec) - sizeof(*s);
-	if (r->prod.flags & KML_RING_PRODUCE_NOFILL) {
-		s->csum = 0;
-	} else {
-		kml_ring_fill(seq, s->data, s->len);
-		s->csum = kml_ring_csum(s->data, s->len);
-	}
+	kml_fill_sample(r, rec, seq, size);
 
 	kml_wlock(r, &flags);
 	r->filling--;
@@ -569,6 +577,24 @@ static void kml_emit_sample(struct kml_ring *r, u64 seq, u32 size)
 out:
 	if (wake)
 		kml_wake(r);
+}
+
+/*
+ * KML_RING_PRODUCE_TRACE, for `make bench`: the same record, built in a
+ * buffer of the producer's own, goes to the kml_ring:sample tracepoint,
+ * which copies it into each listener's buffer (perf's ring, ftrace's).
+ * The ring is not touched. The buffer was zeroed at START, so NOFILL
+ * hands out zeros, never stale kernel memory.
+ */
+static void kml_trace_sample(struct kml_ring *r, u64 seq, u32 size)
+{
+	struct kml_ring_rec *rec = r->trace_rec;
+
+	rec->type = KML_RING_REC_SAMPLE;
+	rec->size = size;
+	rec->timestamp_ns = ktime_get_ns();
+	kml_fill_sample(r, rec, seq, size);
+	trace_sample(seq, rec, size);
 }
 
 static int kml_producer(void *arg)
@@ -586,7 +612,11 @@ static int kml_producer(void *arg)
 			__set_current_state(TASK_RUNNING);
 			continue;
 		}
-		kml_emit_sample(r, seq++, r->prod.record_size);
+		/* Decided per run, so the ring's path pays one test, no more. */
+		if (r->trace_rec)
+			kml_trace_sample(r, seq++, r->prod.record_size);
+		else
+			kml_emit_sample(r, seq++, r->prod.record_size);
 		/*
 		 * Every record, not only when there is time to spare: a
 		 * producer that cannot keep up with its rate (a slow kernel,
@@ -617,6 +647,8 @@ static void kml_stop_locked(struct kml_ring *r)
 		kthread_stop(r->producer);
 		r->producer = NULL;
 	}
+	kfree(r->trace_rec);
+	r->trace_rec = NULL;
 }
 
 static int kml_start_locked(struct kml_ring *r, struct kml_ring_produce p)
@@ -632,9 +664,17 @@ static int kml_start_locked(struct kml_ring *r, struct kml_ring_produce p)
 	if (r->producer)
 		return -EBUSY;
 	r->prod = p;
+	if (p.flags & KML_RING_PRODUCE_TRACE) {
+		r->trace_rec = kzalloc(p.record_size, GFP_KERNEL_ACCOUNT);
+		if (!r->trace_rec)
+			return -ENOMEM;
+	}
 	t = kthread_create(kml_producer, r, "kml_ring/%d", p.cpu);
-	if (IS_ERR(t))
+	if (IS_ERR(t)) {
+		kfree(r->trace_rec);
+		r->trace_rec = NULL;
 		return PTR_ERR(t);
+	}
 	if (p.cpu >= 0)
 		kthread_bind(t, p.cpu);
 	r->producer = t;

@@ -2,7 +2,9 @@
 /*
  * kml_ring's tracepoints: the two things a ring's consumer cannot see for
  * itself as they happen, a record lost because the ring was full, and a
- * wake-up (how many a workload costs is the point of the watermark).
+ * wake-up (how many a workload costs is the point of the watermark); and
+ * the built-in producer's records themselves, when it is asked to hand
+ * them to tracing instead of the ring (a benchmark's way to compare).
  * @ring numbers the rings in the order they were opened since the module
  * was loaded, to tell them apart in one trace.
  * See kml_sensor_trace.h for the multi-read layout.
@@ -50,6 +52,24 @@ TRACE_EVENT(wakeup,
 			   __entry->reader = reader;),
 	    TP_printk("ring=%u head=%llu reader=%u", __entry->ring, __entry->head,
 		      __entry->reader)
+);
+
+/*
+ * A record of the built-in producer started with KML_RING_PRODUCE_TRACE:
+ * @rec, @size bytes, exactly as it would have been written to the ring
+ * (header and sample), so perf's ring buffer can carry the same records
+ * as ours in `make bench`. @seq is the sample's, repeated as a field to
+ * filter on.
+ */
+TRACE_EVENT(sample,
+	    TP_PROTO(u64 seq, const void *rec, u32 size),
+	    TP_ARGS(seq, rec, size),
+	    TP_STRUCT__entry(__field(unsigned long long, seq)
+			     __dynamic_array(unsigned char, bytes, size)),
+	    TP_fast_assign(__entry->seq = seq;
+			   memcpy(__get_dynamic_array(bytes), rec, size);),
+	    TP_printk("seq=%llu size=%u", __entry->seq,
+		      __get_dynamic_array_len(bytes))
 );
 
 #endif /* _KML_RING_TRACE_H */

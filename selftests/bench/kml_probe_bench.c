@@ -1,24 +1,48 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kml_probe benchmark (`make bench`, in the guest): what a probe adds to
- * each call of the probed function. kml_probe_target is called in a loop
- * inside the kernel (the CALL ioctl), so one syscall covers many calls and
- * its own cost does not hide the probe's. Rounds interleave the modes and
- * each reports its median round; only ratios from one run are meaningful.
+ * each call of the probed function, for kml_probe's own modes and for two
+ * peers doing the same job, a latency histogram of kml_probe_target:
+ *
+ *   bpftrace  kprobe stores the entry time per thread, kretprobe adds
+ *             nsecs - start to a hist() (BPF programs, perf kprobes)
+ *   ftrace    kprobe and kretprobe dynamic events (tracefs kprobe_events)
+ *             whose hist triggers pair entry and return per thread and
+ *             feed the latency to a log2 hist of a synthetic event
+ *
+ * kml_probe_target is called in a loop inside the kernel (the CALL
+ * ioctl), so one syscall covers many calls and its own cost does not hide
+ * the probe's. Rounds interleave every mode, each reports its median
+ * round; only ratios from one run are meaningful.
+ *
+ * bpftrace is a child process. Its output goes to a file, never a pipe
+ * (its stdout is block-buffered into a pipe, and a line we waited for
+ * would never come); that it has attached is read from the kernel's list
+ * of kprobes, with a time limit; it is stopped with SIGINT, then SIGKILL
+ * if it does not exit in time; and an alarm() ends the whole benchmark,
+ * bpftrace included, if anything still hangs.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/kml_probe.h>
 
-#define ROUNDS	7
-#define CALLS	100000
+#include "../kml_trace.h"
+
+#define ROUNDS		7
+#define CALLS		100000
+#define WARMUP		1000
+#define TARGET		"kml_probe_target"
+#define KPROBE_LIST	"/sys/kernel/debug/kprobes/list"
+#define ALARM_S		600	/* the whole benchmark, whatever hangs */
 
 static int fd;
 
@@ -36,12 +60,298 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+static void call_target(unsigned int count)
+{
+	struct kml_probe_call call = { .arg = 1, .count = count };
+
+	if (ioctl(fd, KML_PROBE_IOC_CALL, &call))
+		die("call");
+}
+
+/* Probes registered on the target (kprobes' own list), or -1. */
+static int target_kprobes(void)
+{
+	FILE *f = fopen(KPROBE_LIST, "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " " TARGET "+"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Wait up to @s seconds for @want probes on the target (-1: at least 1). */
+static int wait_kprobes(int want, double s)
+{
+	double end = now_ns() + s * 1e9;
+
+	do {
+		int n = target_kprobes();
+
+		if (n < 0 || (want < 0 ? n > 0 : n == want))
+			return n < 0 ? -1 : 0;
+		usleep(100000);
+	} while (now_ns() < end);
+	return -1;
+}
+
+/* ---- kml_probe's own modes ---- */
+
+static unsigned int kp_flags, kp_nargs;
+
+static int kml_probe_on(void)
+{
+	struct kml_probe_attach a = { .func = TARGET, .flags = kp_flags, .nargs = kp_nargs };
+
+	if (ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
+		die("attach");
+	return 0;
+}
+
+static void kml_probe_off(void)
+{
+	struct kml_probe_func f = { .func = TARGET };
+
+	if (ioctl(fd, KML_PROBE_IOC_DETACH, &f))
+		die("detach");
+}
+
+static int kp_count(void)
+{
+	kp_flags = KML_PROBE_F_COUNT_ONLY;
+	kp_nargs = 0;
+	return kml_probe_on();
+}
+
+static int kp_ret(void)
+{
+	kp_flags = 0;
+	kp_nargs = 0;
+	return kml_probe_on();
+}
+
+static int kp_args(void)
+{
+	kp_flags = 0;
+	kp_nargs = 6;
+	return kml_probe_on();
+}
+
+/* ---- bpftrace ---- */
+
+static const char bt_prog[] =
+	"kprobe:" TARGET " { @start[tid] = nsecs; }\n"
+	"kretprobe:" TARGET " /@start[tid]/ {\n"
+	"	@lat = hist(nsecs - @start[tid]); delete(@start[tid]);\n"
+	"}\n";
+static volatile pid_t bt_pid = -1;
+static char bt_out[64];
+static unsigned long long bt_counted;	/* calls in the last hist printed */
+
+static void bpftrace_off(void);
+
+static int bpftrace_on(void)
+{
+	int out;
+
+	strcpy(bt_out, "/tmp/kml_probe_bench.XXXXXX");
+	out = mkstemp(bt_out);
+	if (out < 0)
+		die("mkstemp");
+	bt_pid = fork();
+	if (bt_pid < 0)
+		die("fork");
+	if (!bt_pid) {
+		dup2(out, 1);
+		dup2(out, 2);
+		/* -B none: no buffering at all, even into a file. */
+		execlp("bpftrace", "bpftrace", "-B", "none", "-e", bt_prog, (char *)NULL);
+		dprintf(1, "exec bpftrace: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(out);
+	/* Both probes listed: bpftrace attaches one after the other. */
+	for (double end = now_ns() + 120e9; now_ns() < end; usleep(100000)) {
+		if (waitpid(bt_pid, NULL, WNOHANG) == bt_pid) {
+			bt_pid = -1;
+			break;
+		}
+		if (target_kprobes() == 2)
+			return 0;
+	}
+	fprintf(stderr, "kml_probe_bench: bpftrace %s\n",
+		bt_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
+	bpftrace_off();		/* stops it if need be, shows what it said */
+	return -1;
+}
+
+/* The calls bpftrace's histogram counted: "[a, b)  N |@@@|" lines. */
+static unsigned long long bt_hist_total(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long n = 0;
+	char line[512], *p;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] == '[' && (p = strpbrk(line, ")]")))
+			n += strtoull(p + 1, NULL, 10);
+	fclose(f);
+	return n;
+}
+
+static void bpftrace_off(void)
+{
+	int exited = 0;
+
+	if (bt_pid > 0) {
+		/* SIGINT: bpftrace detaches, prints its maps and exits. */
+		kill(bt_pid, SIGINT);
+		for (double end = now_ns() + 60e9; now_ns() < end; usleep(100000))
+			if (waitpid(bt_pid, NULL, WNOHANG) == bt_pid) {
+				exited = 1;
+				break;
+			}
+		if (!exited) {
+			fprintf(stderr, "kml_probe_bench: bpftrace ignored SIGINT, killed\n");
+			kill(bt_pid, SIGKILL);
+			waitpid(bt_pid, NULL, 0);
+		}
+		bt_pid = -1;
+	}
+	bt_counted = bt_hist_total(bt_out);
+	if (bt_counted == 0) {	/* show why */
+		FILE *f = fopen(bt_out, "r");
+		char line[512];
+
+		while (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "bpftrace: %s", line);
+		if (f)
+			fclose(f);
+	}
+	unlink(bt_out);
+	if (wait_kprobes(0, 30))
+		fprintf(stderr, "kml_probe_bench: bpftrace's kprobes still listed\n");
+}
+
+/* ---- ftrace: kprobe events and hist triggers ---- */
+
+/*
+ * Entry saves the time per thread in a hist variable; return subtracts it
+ * and, matched with the entry, emits a synthetic event carrying the
+ * latency, whose own hist trigger keeps the log2 histogram. Triggers only:
+ * no event is enabled, so nothing goes to the trace buffer.
+ */
+static const char *const ft_on[][2] = {
+	{ "kprobe_events", "p:kmlbench/entry " TARGET },
+	{ "kprobe_events", "r:kmlbench/ret " TARGET " $retval" },
+	{ "synthetic_events", "kmlbench_lat u64 lat" },
+	{ "events/kmlbench/entry/trigger", "hist:keys=common_pid:ts0=common_timestamp" },
+	{ "events/kmlbench/ret/trigger",
+	  "hist:keys=common_pid:lat=common_timestamp-$ts0"
+	  ":onmatch(kmlbench.entry).trace(kmlbench_lat,$lat)" },
+	{ "events/synthetic/kmlbench_lat/trigger", "hist:keys=lat.log2" },
+};
+static unsigned long long ft_counted;
+
+/* Appends: truncating kprobe_events or synthetic_events deletes them all. */
+static int ft_write(const char *file, const char *val)
+{
+	char path[256];
+	int f, ret = 0;
+
+	snprintf(path, sizeof(path), KML_TRACEFS "/%s", file);
+	f = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	if (write(f, val, strlen(val)) < 0)
+		ret = -errno;
+	close(f);
+	return ret;
+}
+
+/* Undo ft_on from the end, quietly: also clears what a killed run left. */
+static void ftrace_undo(void)
+{
+	static const char *const undo[] = {
+		"-:kmlbench/entry", "-:kmlbench/ret", "!kmlbench_lat",
+	};
+	char val[256];
+	int i = sizeof(ft_on) / sizeof(ft_on[0]);
+
+	while (i-- > 3) {
+		snprintf(val, sizeof(val), "!%s", ft_on[i][1]);
+		ft_write(ft_on[i][0], val);
+	}
+	ft_write("synthetic_events", undo[2]);
+	ft_write("kprobe_events", undo[1]);
+	ft_write("kprobe_events", undo[0]);
+}
+
+static int ftrace_on(void)
+{
+	unsigned int i;
+	int err;
+
+	if (kml_tracefs())
+		return -1;
+	ftrace_undo();
+	for (i = 0; i < sizeof(ft_on) / sizeof(ft_on[0]); i++) {
+		err = ft_write(ft_on[i][0], ft_on[i][1]);
+		if (err) {
+			fprintf(stderr, "kml_probe_bench: ftrace: %s < '%s': %s\n",
+				ft_on[i][0], ft_on[i][1], strerror(-err));
+			ftrace_undo();
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void ftrace_off(void)
+{
+	FILE *f = fopen(KML_TRACEFS "/events/synthetic/kmlbench_lat/hist", "r");
+	char line[512];
+
+	/* "    Hits: N" in the totals: the latencies the histogram holds */
+	ft_counted = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "    Hits: ", 10))
+			ft_counted = strtoull(line + 10, NULL, 10);
+	if (f)
+		fclose(f);
+	ftrace_undo();
+	if (wait_kprobes(0, 30))
+		fprintf(stderr, "kml_probe_bench: ftrace's kprobes still listed\n");
+}
+
+/* ---- the rounds ---- */
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "kml_probe_bench: still running after the alarm, stopped\n";
+
+	(void)sig;
+	if (bt_pid > 0)
+		kill(bt_pid, SIGKILL);
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(2);
+}
+
 struct mode {
 	const char *name;
-	int attach;
-	unsigned int flags, nargs;
-	double ns[ROUNDS];
-	double median;
+	int (*on)(void);
+	void (*off)(void);
+	unsigned long long *counted;	/* calls its histogram holds, if known */
+	int skip, rounds_all_counted;
+	double ns[ROUNDS], added[ROUNDS];
+	double median, added_median;
 };
 
 static int cmp(const void *a, const void *b)
@@ -51,52 +361,89 @@ static int cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double median(double *v)
+{
+	double s[ROUNDS];
+
+	memcpy(s, v, sizeof(s));
+	qsort(s, ROUNDS, sizeof(double), cmp);
+	return s[ROUNDS / 2];
+}
+
+enum { M_NONE, M_COUNT, M_RET, M_ARGS, M_BPFTRACE, M_FTRACE, NM };
+
 int main(void)
 {
-	struct mode m[] = {
-		{ .name = "no probe" },
-		{ .name = "kprobe (count only)", .attach = 1, .flags = KML_PROBE_F_COUNT_ONLY },
-		{ .name = "kretprobe", .attach = 1 },
-		{ .name = "kretprobe + 6 args", .attach = 1, .nargs = 6 },
+	struct mode m[NM] = {
+		[M_NONE] = { .name = "no probe" },
+		[M_COUNT] = { .name = "kml_probe kprobe (count)", .on = kp_count,
+			      .off = kml_probe_off },
+		[M_RET] = { .name = "kml_probe kretprobe hist", .on = kp_ret,
+			    .off = kml_probe_off },
+		[M_ARGS] = { .name = "kml_probe + 6 args", .on = kp_args,
+			     .off = kml_probe_off },
+		[M_BPFTRACE] = { .name = "bpftrace kprobe+kretprobe", .on = bpftrace_on,
+				 .off = bpftrace_off, .counted = &bt_counted },
+		[M_FTRACE] = { .name = "ftrace kprobe events+hist", .on = ftrace_on,
+			       .off = ftrace_off, .counted = &ft_counted },
 	};
-	const int nm = sizeof(m) / sizeof(m[0]);
-	struct kml_probe_call call = { .arg = 1, .count = CALLS };
-	struct kml_probe_func f = { .func = "kml_probe_target" };
+	double t0;
 
+	signal(SIGALRM, on_alarm);
+	alarm(ALARM_S);
 	fd = open(KML_PROBE_DEVICE, O_RDWR);
 	if (fd < 0)
 		die(KML_PROBE_DEVICE);
+	if (target_kprobes() != 0)
+		fprintf(stderr, "kml_probe_bench: %s unreadable or not empty\n", KPROBE_LIST);
 	for (int r = 0; r < ROUNDS; r++) {
-		for (int i = 0; i < nm; i++) {
-			struct kml_probe_attach a = {
-				.func = "kml_probe_target",
-				.flags = m[i].flags, .nargs = m[i].nargs,
-			};
-			double t0;
-
-			if (m[i].attach && ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
-				die("attach");
+		for (int i = 0; i < NM; i++) {
+			if (m[i].skip)
+				continue;
+			if (m[i].on && m[i].on()) {
+				m[i].skip = 1;
+				continue;
+			}
+			call_target(WARMUP);
 			t0 = now_ns();
-			if (ioctl(fd, KML_PROBE_IOC_CALL, &call))
-				die("call");
+			call_target(CALLS);
 			m[i].ns[r] = (now_ns() - t0) / CALLS;
-			if (m[i].attach && ioctl(fd, KML_PROBE_IOC_DETACH, &f))
-				die("detach");
+			m[i].added[r] = m[i].ns[r] - m[M_NONE].ns[r];
+			if (m[i].off)
+				m[i].off();
+			/* Every timed call is in the histogram (calls counted are a suffix). */
+			if (m[i].counted && *m[i].counted >= CALLS)
+				m[i].rounds_all_counted++;
 		}
 	}
-	printf("kml_probe benchmark: %d rounds x %d in-kernel calls of kml_probe_target, median round\n",
-	       ROUNDS, CALLS);
-	for (int i = 0; i < nm; i++) {
-		qsort(m[i].ns, ROUNDS, sizeof(double), cmp);
-		m[i].median = m[i].ns[ROUNDS / 2];
-		printf("  %-22s %9.0f ns/call (TCG)\n", m[i].name, m[i].median);
+	alarm(0);
+	printf("kml_probe benchmark: %d rounds x %d in-kernel calls of %s, every mode in every\n"
+	       "round, median round. Under TCG only the ratios mean anything.\n",
+	       ROUNDS, CALLS, TARGET);
+	printf("  %-28s %10s %14s %11s\n", "", "ns/call", "added ns/call", "/ no probe");
+	for (int i = 0; i < NM; i++) {
+		if (m[i].skip) {
+			printf("  %-28s not measured (see above)\n", m[i].name);
+			continue;
+		}
+		m[i].median = median(m[i].ns);
+		m[i].added_median = median(m[i].added);
+		printf("  %-28s %10.0f %14.0f %11.2f\n", m[i].name, m[i].median,
+		       m[i].added_median, m[i].median / m[M_NONE].median);
 	}
-	printf("ratios (same guest run), probed / unprobed call:\n");
-	for (int i = 1; i < nm; i++)
-		printf("  %-22s = %6.2f\n", m[i].name, m[i].median / m[0].median);
-	printf("  kretprobe / kprobe     = %6.2f\n", m[2].median / m[1].median);
-	/* The test kernel has BPF now; the side-by-side run is not written. */
-	printf("bpftrace, ftrace: not compared yet\n");
+	printf("ratios of the added cost per call (same guest run):\n");
+	printf("  kml_probe kretprobe / kprobe         = %6.2f\n",
+	       m[M_RET].added_median / m[M_COUNT].added_median);
+	for (int i = M_BPFTRACE; i < NM; i++)
+		if (!m[i].skip)
+			printf("  kml_probe kretprobe / %-14s = %6.2f  (goal <= 1)\n",
+			       i == M_BPFTRACE ? "bpftrace" : "ftrace",
+			       m[M_RET].added_median / m[i].added_median);
+	for (int i = M_BPFTRACE; i < NM; i++)
+		if (!m[i].skip)
+			printf("  %s's histogram held every timed call in %d of %d rounds\n",
+			       i == M_BPFTRACE ? "bpftrace" : "ftrace", m[i].rounds_all_counted,
+			       ROUNDS);
 	close(fd);
 	return 0;
 }

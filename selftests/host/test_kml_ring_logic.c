@@ -63,8 +63,18 @@ TEST(checks)
 	p.cpu = -2;
 	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
 	p.cpu = 0;
-	p.flags = 2;
+	p.flags = 4;
 	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 4096));
+	/* TRACE: records up to what one perf event can carry */
+	p.flags = KML_RING_PRODUCE_TRACE | KML_RING_PRODUCE_NOFILL;
+	ASSERT_EQ(0, kml_ring_check_produce(&p, 4096));
+	p.record_size = KML_RING_TRACE_MAX_RECORD;
+	ASSERT_EQ(0, kml_ring_check_produce(&p, 65536));
+	p.record_size = KML_RING_TRACE_MAX_RECORD + 8;
+	ASSERT_EQ(-EINVAL, kml_ring_check_produce(&p, 65536));
+	p.flags = 0;
+	ASSERT_EQ(0, kml_ring_check_produce(&p, 65536));
+	p.record_size = 64;
 	ASSERT_EQ(64, kml_ring_align(57));
 	ASSERT_EQ(64, kml_ring_align(64));
 }

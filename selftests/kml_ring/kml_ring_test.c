@@ -220,7 +220,7 @@ TEST_F_TIMEOUT(ring, bad_mmap_and_ioctl_arguments, 300)
 	EXPECT_EQ(-EINVAL, start(fd, 64, 0, 10, 4096));
 	EXPECT_EQ(-EINVAL, start(fd, 64, 0, 10, -2));
 	{
-		struct kml_ring_produce pr = { .record_size = 64, .cpu = -1, .flags = 2 };
+		struct kml_ring_produce pr = { .record_size = 64, .cpu = -1, .flags = 4 };
 
 		EXPECT_EQ(-1, ioctl(fd, KML_RING_IOC_START, &pr));
 		EXPECT_EQ(EINVAL, errno);
@@ -1978,6 +1978,46 @@ TEST_F_TIMEOUT(ring, fault_walk_start, 300)
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
 }
 
+/*
+ * START with KML_RING_PRODUCE_TRACE first allocates the producer's record
+ * buffer: each failure is a clean -ENOMEM (kmemleak, on the debug kernel,
+ * sees that a failed thread creation frees the buffer), and the walk ends
+ * in a producer that runs and stops.
+ */
+TEST_F_TIMEOUT(ring, fault_walk_start_trace, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = 64, .count = 5, .cpu = -1, .flags = KML_RING_PRODUCE_TRACE,
+	};
+	struct kml_fault f;
+	struct walk w = { 0 };
+	int n, ret = -1;
+
+	ASSERT_EQ(0, kml_ring_user_open(&self->r, 1));
+	FAULT_INIT(&f);
+	for (n = 1; n <= KML_FAULT_MAX; n++) {
+		ASSERT_EQ(0, kml_fault_arm(&f, n));
+		ret = ioctl(self->r.fd, KML_RING_IOC_START, &p) ? -errno : 0;
+		if (!kml_fault_fired(&f))
+			break;
+		w.injected++;
+		if (ret) {
+			w.errors++;
+			EXPECT_EQ(-ENOMEM, ret) TH_LOG("allocation %d", n);
+		} else {
+			w.absorbed++;
+		}
+		EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	}
+	kml_fault_exit(&f);
+	walk_log(_metadata, "START with TRACE", &w);
+	ASSERT_EQ(0, ret);
+	EXPECT_GT(w.errors, 0);
+	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
+	/* The records went to the tracepoint, none to the ring. */
+	EXPECT_EQ(0, self->r.ctrl->head);
+}
+
 /* A loaded kml_ring is complete: its device, its stats, a ring. */
 static void check_ring_works(struct __test_metadata *_metadata)
 {
@@ -2034,8 +2074,9 @@ TEST_F_TIMEOUT(walk, module_load, 900)
 }
 
 /*
- * ---- tracepoints kml_ring:record_lost and kml_ring:wakeup, read back
- * through a trace instance of the test's own (../kml_trace.h) ----
+ * ---- tracepoints kml_ring:record_lost, kml_ring:wakeup and
+ * kml_ring:sample, read back through a trace instance of the test's own
+ * (../kml_trace.h) ----
  */
 FIXTURE(trace) {
 	struct kml_ring_user r[2];
@@ -2338,6 +2379,51 @@ TEST_F_TIMEOUT(trace, wakeup_for_blocked_reader, 300)
 	free(text);
 	/* The stats count the same wake-ups. */
 	EXPECT_EQ(2, stat_value("wakeups") - w0);
+}
+
+/*
+ * KML_RING_PRODUCE_TRACE hands the producer's records to kml_ring:sample
+ * instead of the ring (how `make bench` feeds perf's ring the same
+ * records): one event per record, in order, each with the record's size,
+ * and the ring stays empty. A record larger than one perf event may carry
+ * is refused, even where the ring would take it (8 pages: up to 8 KiB).
+ */
+TEST_F_TIMEOUT(trace, produce_trace_emits_samples_not_records, 300)
+{
+	struct kml_ring_produce p = {
+		.record_size = KML_RING_TRACE_MAX_RECORD + 8, .count = 20, .cpu = 0,
+		.flags = KML_RING_PRODUCE_TRACE,
+	};
+	char *text = NULL;
+	long long v;
+	int k, n = 0;
+	double end;
+
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/sample/enable", "1"));
+	ASSERT_EQ(0, kml_ring_user_open(&self->r[0], 8));
+	EXPECT_EQ(-1, ioctl(self->r[0].fd, KML_RING_IOC_START, &p));
+	EXPECT_EQ(EINVAL, errno);
+	p.record_size = 64;
+	ASSERT_EQ(0, ioctl(self->r[0].fd, KML_RING_IOC_START, &p));
+	for (end = now_s() + 60; n < 20 && now_s() < end; usleep(10000)) {
+		free(text);
+		text = kml_trace_get(&self->t, "trace");
+		ASSERT_NE(NULL, text);
+		n = kml_trace_count(text, "sample");
+	}
+	ASSERT_EQ(0, ioctl(self->r[0].fd, KML_RING_IOC_STOP));
+	ASSERT_EQ(20, n) TH_LOG("%s", text);
+	for (k = 0; k < 20; k++) {
+		const char *line = kml_trace_line(text, "sample", k);
+
+		EXPECT_EQ(0, kml_trace_field(line, "seq", &v));
+		EXPECT_EQ(k, v);
+		EXPECT_EQ(0, kml_trace_field(line, "size", &v));
+		EXPECT_EQ(64, v);
+	}
+	free(text);
+	EXPECT_EQ(0, self->r[0].ctrl->head);
+	EXPECT_EQ(0, self->r[0].ctrl->produced);
 }
 
 TEST_HARNESS_MAIN

@@ -127,7 +127,11 @@ struct kml_ring_sample {
  * @cpu: CPU to run on, or -1 for any
  * @flags: %KML_RING_PRODUCE_NOFILL to leave the sample bytes unwritten
  *	(csum 0), so benchmarks measure the ring rather than the filling;
- *	any other bit is -EINVAL
+ *	%KML_RING_PRODUCE_TRACE to hand each record, byte for byte as it
+ *	would be written to the ring, to the kml_ring:sample tracepoint
+ *	instead (the ring is left empty; records are then at most
+ *	%KML_RING_TRACE_MAX_RECORD bytes), so perf's ring buffer or ftrace
+ *	can carry the same records for comparison; any other bit is -EINVAL
  *
  * Extensible: the size in the ioctl number is the caller's sizeof. A
  * smaller struct than %KML_RING_PRODUCE_SIZE_VER0 is -EINVAL; a larger
@@ -141,7 +145,14 @@ struct kml_ring_produce {
 	__u32 flags;
 };
 
-#define KML_RING_PRODUCE_NOFILL	0x1U	/* any other flag: -EINVAL */
+#define KML_RING_PRODUCE_NOFILL	0x1U
+#define KML_RING_PRODUCE_TRACE	0x2U	/* any other flag: -EINVAL */
+/*
+ * A traced record must fit perf's 8 KiB per-event buffer (and a trace
+ * event's dynamic array, 64 KiB). ftrace's own buffer, with its default
+ * 4 KiB sub-buffers, holds only records up to about 4000 bytes.
+ */
+#define KML_RING_TRACE_MAX_RECORD	4096
 #define KML_RING_PRODUCE_SIZE_VER0	24	/* the first published size */
 
 #define KML_RING_IOC_MAGIC	0xBD
