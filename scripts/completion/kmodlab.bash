@@ -18,7 +18,8 @@ _kml_common_opts='-j --json -h --help -V --version'
 _kml_reply()
 {
 	local IFS=$' \t\n'
-	COMPREPLY=($(compgen -W "$1" -- "$cur"))
+
+	mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur")
 }
 
 _kml_files()
@@ -27,8 +28,7 @@ _kml_files()
 		_filedir
 	else
 		compopt -o filenames 2> /dev/null
-		local IFS=$'\n'
-		COMPREPLY=($(compgen -f -- "$cur"))
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 	fi
 }
 
@@ -78,7 +78,7 @@ _kml_parse()
 {
 	local i w skip=0
 
-	cmd= cmd_i=-1 dd_i=0
+	cmd='' cmd_i=-1 dd_i=0
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		if ((skip)); then
@@ -138,7 +138,11 @@ _kml_sensor_complete()
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
 	if [[ -z $cmd ]]; then
-		[[ $cur == -* ]] && _kml_reply "$_kml_common_opts" || _kml_reply "$cmds"
+		if [[ $cur == -* ]]; then
+			_kml_reply "$_kml_common_opts"
+		else
+			_kml_reply "$cmds"
+		fi
 		return
 	fi
 	[[ $cur == -* ]] && [[ $cmd != watch && $cmd != wait ]] &&
@@ -170,7 +174,11 @@ _kml_probe_complete()
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
 	if [[ -z $cmd ]]; then
-		[[ $cur == -* ]] && _kml_reply "$_kml_common_opts" || _kml_reply "$cmds"
+		if [[ $cur == -* ]]; then
+			_kml_reply "$_kml_common_opts"
+		else
+			_kml_reply "$cmds"
+		fi
 		return
 	fi
 	# record ... -- COMMAND...: another program's line
@@ -179,8 +187,7 @@ _kml_probe_complete()
 		if declare -F _command_offset > /dev/null; then
 			_command_offset $((dd_i + 1))
 		elif ((COMP_CWORD == dd_i + 1)); then
-			local IFS=$'\n'
-			COMPREPLY=($(compgen -c -- "$cur" | sort -u))
+			mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
 		else
 			_kml_files
 		fi
@@ -270,14 +277,15 @@ _kml_ring_complete()
 # takes a value.
 _kml_filter_rule()
 {
-	local words='' group
+	local words='' group g
 
 	case $prev in
 	src | dst | sport | dport) return ;;
 	esac
 	for group in 'accept drop' 'in out' 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
 		src dst sport dport; do
-		_kml_used "$1" $group || words+=" $group"
+		read -ra g <<< "$group"
+		_kml_used "$1" "${g[@]}" || words+=" $group"
 	done
 	_kml_reply "$words"
 }
@@ -290,7 +298,11 @@ _kml_filter_complete()
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
 	if [[ -z $cmd ]]; then
-		[[ $cur == -* ]] && _kml_reply "$_kml_common_opts" || _kml_reply "$cmds"
+		if [[ $cur == -* ]]; then
+			_kml_reply "$_kml_common_opts"
+		else
+			_kml_reply "$cmds"
+		fi
 		return
 	fi
 	case $cmd in
