@@ -56,7 +56,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_probe_file
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install dkms-install check-all check-stock check-loaded \
+	bench bench-build install install-userspace dkms-install check-all check-stock check-loaded \
 	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
@@ -89,7 +89,9 @@ help:
 	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
-	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, for the running kernel'
+	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
+	@echo '                completion, for the running kernel (DESTDIR=, PREFIX=, KDIR=)'
+	@echo 'make install-userspace  the same without the modules: needs no kernel tree'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
 
 kernel:
@@ -427,11 +429,30 @@ install: userspace
 	@# depmod for the installed kernel; under DESTDIR (a package being
 	@# built) that is the target's job, when the package is installed
 	$(if $(DESTDIR),@echo "kmodlab: DESTDIR install: run \`depmod $(KREL)\` on the target (a package's postinst does)",depmod $(KREL))
+	$(MAKE) -f $(TOP)/Makefile install-userspace
+
+# Everything but the modules, which needs no kernel tree: the clients,
+# the uapi headers, the udev rule, the man pages (gzip -9n, as Debian
+# ships them) and the bash completion, under each client's name (bash-
+# completion loads a command's completion from the file of its name).
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+
+install-userspace: userspace
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/linux \
-		$(DESTDIR)/etc/udev/rules.d
+		$(DESTDIR)/etc/udev/rules.d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4 \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BUILD)/bin/,$(CLIENTS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(wildcard uapi/linux/kml_*.h) $(DESTDIR)$(PREFIX)/include/linux/
 	install -m 0644 scripts/udev/60-kmodlab.rules $(DESTDIR)/etc/udev/rules.d/
+	set -e; for page in $(wildcard man/*.1 man/*.4); do \
+		dest=$(DESTDIR)$(MANDIR)/man$${page##*.}/$${page##*/}.gz; \
+		gzip -9n -c $$page > $$dest; chmod 0644 $$dest; \
+	done
+	install -m 0644 scripts/completion/kmodlab.bash $(DESTDIR)$(BASHCOMPDIR)/$(firstword $(CLIENTS))
+	set -e; for c in $(wordlist 2,$(words $(CLIENTS)),$(CLIENTS)); do \
+		ln -sfn $(firstword $(CLIENTS)) $(DESTDIR)$(BASHCOMPDIR)/$$c; \
+	done
 
 # DKMS_KVER=<release> builds for that kernel instead of the running one.
 dkms-install:

@@ -131,6 +131,10 @@ extra=$(grep '^CONFIG_' scripts/kconfig/coverage.config | grep -vxFf scripts/kco
 python3 selftests/host/test_lcovtool.py > "$logs/test_lcovtool.tap" 2>&1
 cat "$logs/test_lcovtool.tap"
 count_tap "$logs/test_lcovtool.tap" test_lcovtool.py || bad "test_lcovtool.py printed no results"
+# the clients' bash completion (scripts/completion/kmodlab.bash)
+bash selftests/host/test_completion.sh > "$logs/test_completion.tap" 2>&1
+cat "$logs/test_completion.tap"
+count_tap "$logs/test_completion.tap" test_completion.sh || bad "test_completion.sh printed no results"
 # The client against a fixture: no module needed, leaks checked.
 fx=$logs/fixture
 mkdir -p "$fx"

@@ -14,7 +14,7 @@ for group in "$@"; do
 	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
-	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck
+	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck man-db groff-base
 		       gcc-multilib) ;;
 	stock)	pkgs+=(busybox-static cpio kmod) ;;
 	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)

@@ -4,7 +4,8 @@
 # any failed. `make check` runs the same script and counts its lines.
 #   checkpatch --strict (from the cached 6.12 tree) on every kernel source,
 #   sparse (make modules C=2), kernel-doc, the W=1 -Werror module build,
-#   cppcheck and the -Wall -Wextra -Werror build of all userspace code.
+#   cppcheck, the -Wall -Wextra -Werror build of all userspace code, and
+#   the man pages (man-db and groff warnings, every command documented).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
@@ -69,6 +70,37 @@ if make -s userspace selftests hosttests bench-build > "$logs/user.log" 2>&1; th
 else
 	tail -30 "$logs/user.log"
 	bad "userspace, selftests, benchmarks: -std=c11 -Wall -Wextra -Werror"
+fi
+
+# The man pages (man/): no warning from man-db's nor groff's own checks,
+# and each client's page documents every command its --help lists (a
+# line of its COMMANDS section starts with the command), so a new
+# command without documentation fails here. Needs the clients built
+# (the step above).
+man_bad=$(
+	for f in man/*.[1-9]; do
+		w=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 \
+			"$f" 2>&1 > /dev/null; groff -man -ww -z "$f" 2>&1)
+		[[ -z $w ]] || printf '%s:\n%s\n' "$f" "$w"
+	done
+	for c in kml-stats kml-sensor kml-probe kml-ring kml-filter; do
+		page=man/$c.1
+		[[ -f $page ]] || { echo "$c: no man page $page"; continue; }
+		help=$(build/bin/$c --help 2>&1) || { echo "$c --help failed: $help"; continue; }
+		cmds=$(sed -nE 's/^  ([a-z][a-z-]*)( .*)?$/\1/p' <<< "$help" | sort -u)
+		[[ -n $cmds ]] || echo "$c: no command found in --help"
+		section=$(LC_ALL=C.UTF-8 MANWIDTH=80 MANPAGER=cat man -E UTF-8 -l "$page" 2>/dev/null |
+			sed -n '/^COMMANDS$/,/^[A-Z]/p')
+		for cmd in $cmds; do
+			grep -qE "^ {7}$cmd( |\$)" <<< "$section" ||
+				echo "$page: COMMANDS does not document '$cmd' (in $c --help)"
+		done
+	done)
+if [[ -z $man_bad ]]; then
+	ok "man pages: man --warnings and groff -ww clean, every client command documented"
+else
+	echo "$man_bad"
+	bad "man pages: man --warnings and groff -ww clean, every client command documented"
 fi
 
 if cppcheck --quiet --enable=warning,performance,portability --std=c11 \
