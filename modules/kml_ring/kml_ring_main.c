@@ -581,7 +581,7 @@ out:
 
 /*
  * KML_RING_PRODUCE_TRACE, for `make bench`: the same record, built in a
- * buffer of the producer's own, goes to the kml_ring:sample tracepoint,
+ * buffer of the producer's own, goes to the kml_ring:produced tracepoint,
  * which copies it into each listener's buffer (perf's ring, ftrace's).
  * The ring is not touched. The buffer was zeroed at START, so NOFILL
  * hands out zeros, never stale kernel memory.
@@ -594,7 +594,7 @@ static void kml_trace_sample(struct kml_ring *r, u64 seq, u32 size)
 	rec->size = size;
 	rec->timestamp_ns = ktime_get_ns();
 	kml_fill_sample(r, rec, seq, size);
-	trace_sample(seq, rec, size);
+	trace_produced(seq, rec, size);
 }
 
 static int kml_producer(void *arg)

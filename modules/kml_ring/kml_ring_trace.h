@@ -61,7 +61,7 @@ TRACE_EVENT(wakeup,
  * as ours in `make bench`. @seq is the sample's, repeated as a field to
  * filter on.
  */
-TRACE_EVENT(sample,
+TRACE_EVENT(produced,
 	    TP_PROTO(u64 seq, const void *rec, u32 size),
 	    TP_ARGS(seq, rec, size),
 	    TP_STRUCT__entry(__field(unsigned long long, seq)

@@ -20,9 +20,16 @@ if [[ ! -d /sys/class/hwmon ]]; then	# Debian's cloud kernels
 elif insmod "$ko/kml_sensor/kml_sensor.ko" channels=8; then
 	run "$repo/build/bench/kml_sensor_bench"
 fi
-insmod "$ko/kml_probe/kml_probe_target.ko" && insmod "$ko/kml_probe/kml_probe.ko" &&
+if insmod "$ko/kml_probe/kml_probe_target.ko" && insmod "$ko/kml_probe/kml_probe.ko"; then
 	run "$repo/build/bench/kml_probe_bench"
-insmod "$ko/kml_ring/kml_ring.ko" && run "$repo/build/bench/kml_ring_bench"
+else
+	echo "kml_probe did not load: its benchmarks not run"; status=1
+fi
+if insmod "$ko/kml_ring/kml_ring.ko"; then
+	run "$repo/build/bench/kml_ring_bench"
+else
+	echo "kml_ring did not load: its benchmarks not run"; status=1
+fi
 # kml-probe record against perf record (needs kml_probe and kml_ring)
 run "$repo/build/bench/kml_record_bench" "$repo/build/bin"
 run "$repo/build/bench/kml_filter_bench" "$ko/kml_filter/kml_filter.ko"

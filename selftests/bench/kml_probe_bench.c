@@ -391,7 +391,8 @@ int main(void)
 
 	signal(SIGALRM, on_alarm);
 	alarm(ALARM_S);
-	fd = open(KML_PROBE_DEVICE, O_RDWR);
+	/* CLOEXEC: bpftrace must not inherit it (rmmod kml_probe would fail). */
+	fd = open(KML_PROBE_DEVICE, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		die(KML_PROBE_DEVICE);
 	if (target_kprobes() != 0)

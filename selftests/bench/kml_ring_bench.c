@@ -13,7 +13,7 @@
  *
  * Then the peer: perf's mmap ring, carrying the very same records. The
  * producer, started with KML_RING_PRODUCE_TRACE, hands each record to the
- * kml_ring:sample tracepoint instead of our ring, and a perf event on
+ * kml_ring:produced tracepoint instead of our ring, and a perf event on
  * that tracepoint (PERF_SAMPLE_RAW) puts it in perf's ring, which we
  * consume as include/uapi/linux/perf_event.h says (data_head, data_tail).
  */
@@ -166,7 +166,7 @@ static double stream_cpu_per_rec(uint64_t watermark, uint64_t *recs)
 #define PEER_RATE	5000		/* records/s, for the CPU runs */
 #define PEER_ROUNDS	5
 
-/* kml_ring:sample as tracefs describes it: its id and two fields' offsets. */
+/* kml_ring:produced as tracefs describes it: its id and two fields' offsets. */
 static int sample_id = -1, seq_off = -1, bytes_off = -1;
 
 static int field_offset(const char *line, const char *name)
@@ -183,7 +183,7 @@ static int read_sample_format(void)
 
 	if (kml_tracefs())
 		return -1;
-	f = fopen(KML_TRACEFS "/events/kml_ring/sample/format", "r");
+	f = fopen(KML_TRACEFS "/events/kml_ring/produced/format", "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -207,7 +207,7 @@ struct perf_ring {
 };
 
 /*
- * A perf event on kml_ring:sample on CPU 1 (where the producer runs), with
+ * A perf event on kml_ring:produced on CPU 1 (where the producer runs), with
  * a ring as large as ours. @each: a wakeup per record (wakeup_events = 1),
  * else once PEER_WATERMARK bytes wait.
  */
@@ -231,7 +231,7 @@ static void perf_ring_open(struct perf_ring *p, int each)
 	}
 	p->fd = syscall(SYS_perf_event_open, &a, -1, 1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (p->fd < 0)
-		die("perf_event_open(kml_ring:sample)");
+		die("perf_event_open(kml_ring:produced)");
 	p->len = (1 + PEER_PAGES) * page;
 	/* Writable, so the kernel honours data_tail and never overwrites. */
 	p->pg = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
@@ -256,7 +256,7 @@ static void perf_ring_close(struct perf_ring *p)
  */
 static void perf_consume(struct perf_ring *p, uint32_t rec_size, struct tally *t)
 {
-	static uint8_t joined[2 * KML_RING_TRACE_MAX_RECORD];
+	static _Alignas(8) uint8_t joined[2 * KML_RING_TRACE_MAX_RECORD];
 	/* Pairs with the kernel's barrier before it moves data_head. */
 	uint64_t head = __atomic_load_n(&p->pg->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = p->pg->data_tail;	/* only we write it */
@@ -269,6 +269,9 @@ static void perf_consume(struct perf_ring *p, uint32_t rec_size, struct tally *t
 		uint32_t loc;
 		uint64_t n;
 
+		/* Never trust a size: 0 would loop, a huge one overflow joined. */
+		if (h->size < sizeof(*h) || h->size > sizeof(joined))
+			break;
 		if (off + h->size > p->size) {
 			memcpy(joined, e, p->size - off);
 			memcpy(joined + (p->size - off), p->data, h->size - (p->size - off));
@@ -397,7 +400,7 @@ static void peer_bench(void)
 	uint64_t polls[NC][2] = { { 0 } }, bad = 0;
 
 	if (read_sample_format()) {
-		printf("kml_ring vs perf: no kml_ring:sample event in tracefs, not compared\n");
+		printf("kml_ring vs perf: no kml_ring:produced event in tracefs, not compared\n");
 		return;
 	}
 	for (int round = 0; round < PEER_ROUNDS; round++)

@@ -2014,8 +2014,11 @@ TEST_F_TIMEOUT(ring, fault_walk_start_trace, 300)
 	ASSERT_EQ(0, ret);
 	EXPECT_GT(w.errors, 0);
 	EXPECT_EQ(0, ioctl(self->r.fd, KML_RING_IOC_STOP));
-	/* The records went to the tracepoint, none to the ring. */
-	EXPECT_EQ(0, self->r.ctrl->head);
+	/*
+	 * (That the records go to the tracepoint and none to the ring is
+	 * trace.produce_trace_emits_samples_not_records': here STOP may
+	 * come before the thread ever ran.)
+	 */
 }
 
 /* A loaded kml_ring is complete: its device, its stats, a ring. */
@@ -2075,7 +2078,7 @@ TEST_F_TIMEOUT(walk, module_load, 900)
 
 /*
  * ---- tracepoints kml_ring:record_lost, kml_ring:wakeup and
- * kml_ring:sample, read back through a trace instance of the test's own
+ * kml_ring:produced, read back through a trace instance of the test's own
  * (../kml_trace.h) ----
  */
 FIXTURE(trace) {
@@ -2382,7 +2385,7 @@ TEST_F_TIMEOUT(trace, wakeup_for_blocked_reader, 300)
 }
 
 /*
- * KML_RING_PRODUCE_TRACE hands the producer's records to kml_ring:sample
+ * KML_RING_PRODUCE_TRACE hands the producer's records to kml_ring:produced
  * instead of the ring (how `make bench` feeds perf's ring the same
  * records): one event per record, in order, each with the record's size,
  * and the ring stays empty. A record larger than one perf event may carry
@@ -2399,7 +2402,7 @@ TEST_F_TIMEOUT(trace, produce_trace_emits_samples_not_records, 300)
 	int k, n = 0;
 	double end;
 
-	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/sample/enable", "1"));
+	ASSERT_EQ(0, kml_trace_set(&self->t, "events/kml_ring/produced/enable", "1"));
 	ASSERT_EQ(0, kml_ring_user_open(&self->r[0], 8));
 	EXPECT_EQ(-1, ioctl(self->r[0].fd, KML_RING_IOC_START, &p));
 	EXPECT_EQ(EINVAL, errno);
@@ -2409,12 +2412,12 @@ TEST_F_TIMEOUT(trace, produce_trace_emits_samples_not_records, 300)
 		free(text);
 		text = kml_trace_get(&self->t, "trace");
 		ASSERT_NE(NULL, text);
-		n = kml_trace_count(text, "sample");
+		n = kml_trace_count(text, "produced");
 	}
 	ASSERT_EQ(0, ioctl(self->r[0].fd, KML_RING_IOC_STOP));
 	ASSERT_EQ(20, n) TH_LOG("%s", text);
 	for (k = 0; k < 20; k++) {
-		const char *line = kml_trace_line(text, "sample", k);
+		const char *line = kml_trace_line(text, "produced", k);
 
 		EXPECT_EQ(0, kml_trace_field(line, "seq", &v));
 		EXPECT_EQ(k, v);

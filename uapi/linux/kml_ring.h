@@ -128,8 +128,9 @@ struct kml_ring_sample {
  * @flags: %KML_RING_PRODUCE_NOFILL to leave the sample bytes unwritten
  *	(csum 0), so benchmarks measure the ring rather than the filling;
  *	%KML_RING_PRODUCE_TRACE to hand each record, byte for byte as it
- *	would be written to the ring, to the kml_ring:sample tracepoint
- *	instead (the ring is left empty; records are then at most
+ *	would be written to the ring, to the kml_ring:produced tracepoint
+ *	instead (the producer writes nothing to the ring, which must
+ *	still be sized for the record; records are then at most
  *	%KML_RING_TRACE_MAX_RECORD bytes), so perf's ring buffer or ftrace
  *	can carry the same records for comparison; any other bit is -EINVAL
  *
@@ -148,9 +149,10 @@ struct kml_ring_produce {
 #define KML_RING_PRODUCE_NOFILL	0x1U
 #define KML_RING_PRODUCE_TRACE	0x2U	/* any other flag: -EINVAL */
 /*
- * A traced record must fit perf's 8 KiB per-event buffer (and a trace
- * event's dynamic array, 64 KiB). ftrace's own buffer, with its default
- * 4 KiB sub-buffers, holds only records up to about 4000 bytes.
+ * 4 KiB records are what `make bench` compares with perf, whose events
+ * carry up to 8 KiB. ftrace's own buffer, with its default 4 KiB
+ * sub-buffers, takes events of at most about 4072 bytes: it drops
+ * records over 4048 bytes (the event adds 24) without counting them.
  */
 #define KML_RING_TRACE_MAX_RECORD	4096
 #define KML_RING_PRODUCE_SIZE_VER0	24	/* the first published size */
