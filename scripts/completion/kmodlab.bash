@@ -130,6 +130,17 @@ _kml_stats_complete()
 	esac
 }
 
+# No command yet: complete the commands, or the options every client has.
+_kml_complete_first()
+{
+	[[ -n $cmd ]] && return 1
+	if [[ $cur == -* ]]; then
+		_kml_reply "$_kml_common_opts"
+	else
+		_kml_reply "$1"
+	fi
+}
+
 _kml_sensor_complete()
 {
 	local cmds='info read watch alarm wait period inject reset help'
@@ -137,14 +148,7 @@ _kml_sensor_complete()
 
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
-	if [[ -z $cmd ]]; then
-		if [[ $cur == -* ]]; then
-			_kml_reply "$_kml_common_opts"
-		else
-			_kml_reply "$cmds"
-		fi
-		return
-	fi
+	_kml_complete_first "$cmds" && return
 	[[ $cur == -* ]] && [[ $cmd != watch && $cmd != wait ]] &&
 		{ _kml_reply "$_kml_common_opts"; return; }
 	case $cmd in
@@ -173,14 +177,7 @@ _kml_probe_complete()
 
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
-	if [[ -z $cmd ]]; then
-		if [[ $cur == -* ]]; then
-			_kml_reply "$_kml_common_opts"
-		else
-			_kml_reply "$cmds"
-		fi
-		return
-	fi
+	_kml_complete_first "$cmds" && return
 	# record ... -- COMMAND...: another program's line
 	if ((dd_i)); then
 		[[ $cmd == record ]] || return
@@ -297,14 +294,7 @@ _kml_filter_complete()
 
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
-	if [[ -z $cmd ]]; then
-		if [[ $cur == -* ]]; then
-			_kml_reply "$_kml_common_opts"
-		else
-			_kml_reply "$cmds"
-		fi
-		return
-	fi
+	_kml_complete_first "$cmds" && return
 	case $cmd in
 	list) ((n == 1)) && _kml_reply "-v $_kml_common_opts" ;;
 	add)
