@@ -309,11 +309,13 @@ static void drain(struct recorder *r)
 static void open_output(struct recorder *r)
 {
 	char old[4096];
+	struct stat st;
 	int fd;
 
 	if ((size_t)snprintf(old, sizeof(old), "%s.old", r->path) >= sizeof(old))
 		rdie("output path too long: %s", r->path);
-	if (rename(r->path, old) && errno != ENOENT)
+	/* Only what exists (rename() says EROFS, not ENOENT, on a read-only fs). */
+	if (!lstat(r->path, &st) && rename(r->path, old))
 		rdie("cannot keep the old %s as %s: %s", r->path, old, strerror(errno));
 	fd = open(r->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)

@@ -74,9 +74,9 @@ echo
 echo "== kml_probe into kml_ring: every call recorded (perf record, in miniature) =="
 run insmod "$ko/kml_probe/kml_probe_target.ko"
 run insmod "$ko/kml_probe/kml_probe.ko"
-run "$bin/kml-probe" record -o /tmp/kml-probe.data -a 3 kml_probe_target -- \
+run "$bin/kml-probe" record -o "${TMPDIR:-/tmp}/kml-probe.data" -a 3 kml_probe_target -- \
 	"$bin/kml-probe" call 200 20 2
-run "$bin/kml-probe" report --top 3 /tmp/kml-probe.data
+run "$bin/kml-probe" report --top 3 "${TMPDIR:-/tmp}/kml-probe.data"
 run rmmod kml_probe kml_probe_target
 run rmmod kml_ring
 

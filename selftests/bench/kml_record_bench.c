@@ -132,7 +132,7 @@ struct result {
 static void kml_record(const char *bin, struct result *res)
 {
 	char path[512], line[512];
-	char *argv[] = { path, "record", "-m", "1024", "-o", "/tmp/kb.data",
+	char *argv[] = { path, "record", "-m", "1024", "-o", "kb.data",
 			 "kml_probe_target", NULL };
 	static struct kml_pf pf;
 	char err[256];
@@ -151,9 +151,9 @@ static void kml_record(const char *bin, struct result *res)
 	res->ns = timed_calls();
 	kill(pid, SIGINT);
 	res->cpu_per_rec = reap(pid, out);
-	f = open("/tmp/kb.data", O_RDONLY);
+	f = open("kb.data", O_RDONLY);
 	if (f < 0 || fstat(f, &st))
-		die("/tmp/kb.data");
+		die("kb.data");
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f, 0);
 	if (map == MAP_FAILED)
 		die("mmap");
@@ -172,22 +172,22 @@ static void kml_record(const char *bin, struct result *res)
 static void perf_record(const char *events, struct result *res)
 {
 	char *argv[] = { "perf", "record", "-q", "-a", "-m", "1024", "-e", (char *)events,
-			 "-o", "/tmp/kb.perf", "-D", "-1",
-			 "--control=fifo:/tmp/kb.ctl,/tmp/kb.ack", NULL };
+			 "-o", "kb.perf", "-D", "-1",
+			 "--control=fifo:kb.ctl,kb.ack", NULL };
 	char buf[4096];
 	FILE *p;
 	int out, ack;
 	pid_t pid;
 
-	unlink("/tmp/kb.ctl");
-	unlink("/tmp/kb.ack");
-	if (mkfifo("/tmp/kb.ctl", 0600) || mkfifo("/tmp/kb.ack", 0600))
+	unlink("kb.ctl");
+	unlink("kb.ack");
+	if (mkfifo("kb.ctl", 0600) || mkfifo("kb.ack", 0600))
 		die("mkfifo");
 	pid = spawn(argv, &out, 2);
 	/* Opening the fifos waits for perf to open its ends. */
-	if (write_str("/tmp/kb.ctl", "enable\n", 0))
+	if (write_str("kb.ctl", "enable\n", 0))
 		die("perf control fifo");
-	ack = open("/tmp/kb.ack", O_RDONLY);
+	ack = open("kb.ack", O_RDONLY);
 	if (ack < 0 || read(ack, buf, sizeof(buf)) <= 0)
 		die("perf did not acknowledge");
 	close(ack);
@@ -200,7 +200,7 @@ static void perf_record(const char *events, struct result *res)
 	 * Its own count of what it wrote, and of what its ring dropped: the
 	 * "Aggregated stats" block, before the per-event blocks repeat them.
 	 */
-	p = popen("perf report -i /tmp/kb.perf --stats 2>/dev/null", "r");
+	p = popen("perf report -i kb.perf --stats 2>/dev/null", "r");
 	for (int blocks = 0; p && fgets(buf, sizeof(buf), p);) {
 		unsigned long long v;
 		char *s = strstr(buf, "events:");
@@ -236,9 +236,15 @@ int main(int argc, char **argv)
 	struct result res[5][ROUNDS], med[5];
 	struct kml_probe_attach a = { .func = "kml_probe_target" };
 	struct kml_probe_func f = { .func = "kml_probe_target" };
-	const char *bin = argc > 1 ? argv[1] : "build/bin";
+	char *bin = argc > 1 ? argv[1] : "build/bin";
 
-	fd = open(KML_PROBE_DEVICE, O_RDWR);
+	bin = realpath(bin, NULL);
+	if (!bin)
+		die("the clients' directory");
+	/* Its files (kb.*) go to the scratch directory: /tmp may be read-only. */
+	if (chdir(getenv("TMPDIR") ?: "/tmp"))
+		die("TMPDIR");
+	fd = open(KML_PROBE_DEVICE, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		die(KML_PROBE_DEVICE);
 	if (access(TRACEFS "/kprobe_events", W_OK))

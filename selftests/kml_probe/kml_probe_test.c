@@ -2157,6 +2157,17 @@ FIXTURE(record) {
 
 FIXTURE_SETUP(record)
 {
+	char dir[256];
+
+	/*
+	 * The client tests' files go to a directory of their own under
+	 * TMPDIR (the guest's writable scratch: /tmp is read-only there when
+	 * the repository itself lives under /tmp), and are named relative
+	 * to it, so the clients and shells started here find them too.
+	 */
+	snprintf(dir, sizeof(dir), "%s/kml_record_XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chdir(dir));
 	self->ring = -1;
 	ASSERT_EQ(0, reload_probe());
 	ASSERT_EQ(0, kml_load_once(RING_KO, ""));
@@ -2487,19 +2498,19 @@ TEST_F_TIMEOUT(record, client_records_a_command_exactly, 600)
 	char cmd[1024], out[8192];
 
 	ASSERT_EQ(0, detach(self->fd, TARGET));	/* the client attaches it */
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/rec.data -a 3 " TARGET
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o rec.data -a 3 " TARGET
 				" -- %s/kml-probe call 500 0 2", getenv("KMODLAB_BIN")))
 		TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "recorded 1500 calls of 1 function in /tmp/rec.data"))
+	EXPECT_NE(NULL, strstr(out, "recorded 1500 calls of 1 function in rec.data"))
 		TH_LOG("%s", out);
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/rec.data")) TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report rec.data")) TH_LOG("%s", out);
 	EXPECT_EQ(1500, json_num(out, "records")) TH_LOG("%s", out);
 	EXPECT_EQ(1500, json_num(out, "calls"));
 	EXPECT_EQ(1500, json_num(out, "written"));
 	EXPECT_EQ(0, json_num(out, "lost"));
 	EXPECT_EQ(3, json_num(out, "nargs"));
 	EXPECT_NE(NULL, strstr(out, "\"complete\":true"));
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "report /tmp/rec.data")) TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "report rec.data")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "Function = " TARGET "  (1500 calls recorded, 0 lost"))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "Top threads:")) TH_LOG("%s", out);
@@ -2511,20 +2522,20 @@ TEST_F_TIMEOUT(record, client_refuses_damaged_files, 600)
 {
 	char cmd[1024], out[8192];
 
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/d.data " TARGET
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o d.data " TARGET
 				" -- %s/kml-probe call 50 0", getenv("KMODLAB_BIN")))
 		TH_LOG("%s", out);
 	/* Cut anywhere: one line, exit status 1. */
-	ASSERT_EQ(0, kml_run("head -c 500 /tmp/d.data > /tmp/cut.data", out, sizeof(out)));
-	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/cut.data"));
-	EXPECT_NE(NULL, strstr(out, "kml-probe: /tmp/cut.data: truncated")) TH_LOG("%s", out);
+	ASSERT_EQ(0, kml_run("head -c 500 d.data > cut.data", out, sizeof(out)));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report cut.data"));
+	EXPECT_NE(NULL, strstr(out, "kml-probe: cut.data: truncated")) TH_LOG("%s", out);
 	EXPECT_EQ(out + strlen(out) - 1, strchr(out, '\n')) TH_LOG("one line: %s", out);
-	ASSERT_EQ(0, kml_run("printf 'XXXX' | dd of=/tmp/d.data bs=1 seek=0 conv=notrunc 2>/dev/null",
+	ASSERT_EQ(0, kml_run("printf 'XXXX' | dd of=d.data bs=1 seek=0 conv=notrunc 2>/dev/null",
 			     out, sizeof(out)));
-	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/d.data"));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report d.data"));
 	EXPECT_NE(NULL, strstr(out, "not a kml-probe record file")) TH_LOG("%s", out);
-	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/no-such.data"));
-	EXPECT_NE(NULL, strstr(out, "cannot read /tmp/no-such.data")) TH_LOG("%s", out);
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report no-such.data"));
+	EXPECT_NE(NULL, strstr(out, "cannot read no-such.data")) TH_LOG("%s", out);
 }
 
 /*
@@ -2583,7 +2594,7 @@ TEST_F_TIMEOUT(record, client_stalled_then_killed, 600)
 	int status;
 
 	ASSERT_EQ(0, detach(self->fd, TARGET));
-	rec = spawn_recorder("-o", "/tmp/s.data", "-m", "1", TARGET);
+	rec = spawn_recorder("-o", "s.data", "-m", "1", TARGET);
 	ASSERT_GT(rec, 0);
 	ASSERT_EQ(0, kill(rec, SIGSTOP));
 	ASSERT_EQ(0, call(self->fd, 1, 1000, 0, 0));
@@ -2592,22 +2603,22 @@ TEST_F_TIMEOUT(record, client_stalled_then_killed, 600)
 	ASSERT_EQ(rec, waitpid(rec, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/s.data")) TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report s.data")) TH_LOG("%s", out);
 	EXPECT_EQ(1000, json_num(out, "written") + json_num(out, "lost")) TH_LOG("%s", out);
 	EXPECT_GT(json_num(out, "lost"), 0) TH_LOG("%s", out);
 	EXPECT_EQ(json_num(out, "written"), json_num(out, "records"));
 	EXPECT_EQ(json_num(out, "lost"), json_num(out, "ring_lost")) TH_LOG("%s", out);
 
 	/* Killed: no totals, no end record. */
-	rec = spawn_recorder("-o", "/tmp/k.data", "-a", "1", TARGET);
+	rec = spawn_recorder("-o", "k.data", "-a", "1", TARGET);
 	ASSERT_GT(rec, 0);
 	ASSERT_EQ(0, call(self->fd, 1, 20, 0, 0));
 	usleep(500000);	/* it copies every 100 ms */
 	ASSERT_EQ(0, kill(rec, SIGKILL));
 	ASSERT_EQ(rec, waitpid(rec, &status, 0));
-	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report /tmp/k.data"));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "report k.data"));
 	EXPECT_NE(NULL, strstr(out, "no end record")) TH_LOG("%s", out);
-	EXPECT_EQ(0, KML_CLIENT("kml-probe", "report --force /tmp/k.data")) TH_LOG("%s", out);
+	EXPECT_EQ(0, KML_CLIENT("kml-probe", "report --force k.data")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "INCOMPLETE")) TH_LOG("%s", out);
 	/*
 	 * Its recording died with it (its files closed): the next one
@@ -2635,23 +2646,23 @@ TEST_F_TIMEOUT(record, client_output_file_is_private_and_kept, 600)
 	struct stat st;
 
 	ASSERT_EQ(0, detach(self->fd, TARGET));
-	unlink("/tmp/o.data");
-	unlink("/tmp/o.data.old");
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/o.data " TARGET
+	unlink("o.data");
+	unlink("o.data.old");
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -o o.data " TARGET
 				" -- %s/kml-probe call 5 0", getenv("KMODLAB_BIN")))
 		TH_LOG("%s", out);
-	ASSERT_EQ(0, stat("/tmp/o.data", &st));
+	ASSERT_EQ(0, stat("o.data", &st));
 	EXPECT_EQ(0600, st.st_mode & 0777);
-	EXPECT_EQ(1, KML_CLIENT("kml-probe", "record -o /tmp/o.data no_such_function_kml"));
+	EXPECT_EQ(1, KML_CLIENT("kml-probe", "record -o o.data no_such_function_kml"));
 	EXPECT_NE(NULL, strstr(out, "no such kernel function")) TH_LOG("%s", out);
-	EXPECT_EQ(0, access("/tmp/o.data", R_OK)) TH_LOG("the old file is still there");
-	EXPECT_NE(0, access("/tmp/o.data.old", F_OK));
-	EXPECT_EQ(0, KML_CLIENT("kml-probe", "record -o /tmp/o.data " TARGET
+	EXPECT_EQ(0, access("o.data", R_OK)) TH_LOG("the old file is still there");
+	EXPECT_NE(0, access("o.data.old", F_OK));
+	EXPECT_EQ(0, KML_CLIENT("kml-probe", "record -o o.data " TARGET
 				" -- %s/kml-probe call 7 0", getenv("KMODLAB_BIN")))
 		TH_LOG("%s", out);
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/o.data.old"));
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report o.data.old"));
 	EXPECT_EQ(5, json_num(out, "records")) TH_LOG("%s", out);
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report /tmp/o.data"));
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report o.data"));
 	EXPECT_EQ(7, json_num(out, "records")) TH_LOG("%s", out);
 }
 
@@ -2669,7 +2680,7 @@ TEST_F_TIMEOUT(record, client_recording_ended_by_a_detach, 600)
 	int status;
 
 	ASSERT_EQ(0, detach(self->fd, TARGET));
-	rec = spawn_recorder("-o", "/tmp/e.data", "-a", "1", TARGET);
+	rec = spawn_recorder("-o", "e.data", "-a", "1", TARGET);
 	ASSERT_GT(rec, 0);
 	ASSERT_EQ(0, call(self->fd, 1, 10, 0, 0));
 	ASSERT_EQ(0, detach(self->fd, TARGET));
@@ -2680,7 +2691,7 @@ TEST_F_TIMEOUT(record, client_recording_ended_by_a_detach, 600)
 	EXPECT_EQ(1, WEXITSTATUS(status));
 	ASSERT_EQ(0, list(self->fd, &l));
 	EXPECT_NE(NULL, listed(&l, TARGET)) TH_LOG("the new probe was left alone");
-	ASSERT_EQ(0, KML_CLIENT("kml-probe", "report /tmp/e.data")) TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "report e.data")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ended by someone else")) TH_LOG("%s", out);
 }
 
@@ -2692,20 +2703,20 @@ TEST_F_TIMEOUT(record, client_interrupted_while_its_command_ignores_sigterm, 600
 	int status;
 
 	ASSERT_EQ(0, detach(self->fd, TARGET));
-	unlink("/tmp/t.ready");
-	rec = spawn_recorder("-o", "/tmp/t.data", TARGET, "--", "sh", "-c",
-			     "trap '' TERM; touch /tmp/t.ready; exec sleep 1000");
+	unlink("t.ready");
+	rec = spawn_recorder("-o", "t.data", TARGET, "--", "sh", "-c",
+			     "trap '' TERM; touch t.ready; exec sleep 1000");
 	ASSERT_GT(rec, 0);
 	/* (exec: no orphaned sleep left holding the test's output open.) */
 	/* Interrupted once the command ignores SIGTERM. */
-	for (int i = 0; i < 30000 && access("/tmp/t.ready", F_OK); i++)
+	for (int i = 0; i < 30000 && access("t.ready", F_OK); i++)
 		usleep(1000);
-	ASSERT_EQ(0, access("/tmp/t.ready", F_OK));
+	ASSERT_EQ(0, access("t.ready", F_OK));
 	ASSERT_EQ(0, kill(rec, SIGINT));
 	ASSERT_EQ(rec, waitpid(rec, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(0, KML_CLIENT("kml-probe", "report /tmp/t.data")) TH_LOG("%s", out);
+	EXPECT_EQ(0, KML_CLIENT("kml-probe", "report t.data")) TH_LOG("%s", out);
 }
 
 struct rec_race {
