@@ -56,7 +56,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_probe_file
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install install-userspace dkms-install check-all check-stock check-loaded \
+	bench bench-build install install-userspace deb dkms-install check-all check-stock check-loaded \
 	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
@@ -93,6 +93,7 @@ help:
 	@echo '                completion, for the running kernel (DESTDIR=, PREFIX=, KDIR=)'
 	@echo 'make install-userspace  the same without the modules: needs no kernel tree'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
+	@echo 'make deb            Debian packages: kmodlab-dkms and kmodlab (build/deb/, lintian-checked)'
 
 kernel:
 	$(KSCRIPT) build
@@ -119,16 +120,19 @@ modules: $(KDIR_DEP)
 
 # ---- userspace ----
 CLI := userspace/kml_cli.c
+# The clients as installed: a package build adds its distribution's
+# hardening flags (debian/rules passes dpkg-buildflags' here).
+CLIENT_CC = $(CC) $(USER_CFLAGS) $(CLIENT_CFLAGS) $(CLIENT_LDFLAGS)
 
 $(BUILD)/bin/kml-stats: userspace/kml-stats.c userspace/kml_stats_parse.c $(CLI) \
 		       userspace/kml_stats_parse.h uapi/linux/kml_stats.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c $(CLI)
+	$(CLIENT_CC) -o $@ userspace/kml-stats.c userspace/kml_stats_parse.c $(CLI)
 
 $(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI) \
 			userspace/kml_sensor_parse.h uapi/linux/kml_sensor.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI)
+	$(CLIENT_CC) -o $@ userspace/kml-sensor.c userspace/kml_sensor_parse.c $(CLI)
 
 RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
 PROBE_FILE := userspace/kml_probe_file.c
@@ -138,12 +142,12 @@ PROBE_HDR := userspace/kml_probe_file.h userspace/kml_probe_cmd.h uapi/linux/kml
 $(BUILD)/bin/kml-probe: userspace/kml-probe.c userspace/kml_probe_record.c $(PROBE_FILE) \
 		$(RING_LIB) $(PROBE_HDR) $(CLI)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(RING_LIB) $(CLI)
+	$(CLIENT_CC) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(RING_LIB) $(CLI)
 
 $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h $(CLI) \
 		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c $(CLI)
+	$(CLIENT_CC) -o $@ $< $(RING_LIB) userspace/kml_stats_parse.c $(CLI)
 
 FILTER_LIB := userspace/kml_filter_parse.c modules/kml_filter/kml_filter_logic.c
 FILTER_HDR := userspace/kml_filter_parse.h modules/kml_filter/kml_filter_logic.h \
@@ -151,7 +155,7 @@ FILTER_HDR := userspace/kml_filter_parse.h modules/kml_filter/kml_filter_logic.h
 
 $(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CLI)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(CLI)
+	$(CLIENT_CC) -o $@ $< $(FILTER_LIB) $(CLI)
 
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
@@ -436,15 +440,17 @@ install: userspace
 # ships them) and the bash completion, under each client's name (bash-
 # completion loads a command's completion from the file of its name).
 MANDIR     ?= $(PREFIX)/share/man
+# /etc for a local install (the admin's place); a package uses /lib
+UDEVRULESDIR ?= /etc/udev/rules.d
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 install-userspace: userspace
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/linux \
-		$(DESTDIR)/etc/udev/rules.d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4 \
+		$(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4 \
 		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 $(addprefix $(BUILD)/bin/,$(CLIENTS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(wildcard uapi/linux/kml_*.h) $(DESTDIR)$(PREFIX)/include/linux/
-	install -m 0644 scripts/udev/60-kmodlab.rules $(DESTDIR)/etc/udev/rules.d/
+	install -m 0644 scripts/udev/60-kmodlab.rules $(DESTDIR)$(UDEVRULESDIR)/
 	set -e; for page in $(wildcard man/*.1 man/*.4); do \
 		dest=$(DESTDIR)$(MANDIR)/man$${page##*.}/$${page##*/}.gz; \
 		gzip -9n -c $$page > $$dest; chmod 0644 $$dest; \
@@ -453,6 +459,10 @@ install-userspace: userspace
 	set -e; for c in $(wordlist 2,$(words $(CLIENTS)),$(CLIENTS)); do \
 		ln -sfn $(firstword $(CLIENTS)) $(DESTDIR)$(BASHCOMPDIR)/$$c; \
 	done
+
+# Debian packages (kmodlab-dkms, kmodlab) in build/deb/, lintian-checked
+deb:
+	$(TOP)/scripts/deb.sh
 
 # DKMS_KVER=<release> builds for that kernel instead of the running one.
 dkms-install:

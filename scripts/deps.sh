@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian/Ubuntu packages a kmodlab target needs.
-#   scripts/deps.sh host|kernel|vm|check|stock|trace|pkg=NAME   (groups add up)
+#   scripts/deps.sh host|kernel|vm|check|stock|trace|deb|pkg=NAME   (groups add up)
 # As root: apt-get installs what is missing. As anyone else: print the
 # exact command to run and fail, rather than half-working later.
 set -euo pipefail
@@ -19,6 +19,8 @@ for group in "$@"; do
 	stock)	pkgs+=(busybox-static cpio kmod) ;;
 	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)
 	trace)	pkgs+=(linux-perf bpftrace trace-cmd) ;;
+	# make deb: Debian's packaging tools and their checker
+	deb)	pkgs+=(dpkg-dev debhelper dh-dkms dkms lintian) ;;
 	pkg=*)	pkgs+=("${group#pkg=}") ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# In a stock Debian kernel's guest (scripts/stock.sh): install the packages
+# `make deb` built, as a user would, and use them.
+#   scripts/guest/deb-install.sh DEB_DIR
+#
+# The guest's / is the host's, read-only. An overlay (tmpfs over it) makes
+# a writable copy of that system to chroot into, and a second overlay does
+# the same for this kernel's /lib/modules. There `dpkg -i` runs for real:
+# kmodlab-dkms's postinst has DKMS build the modules against this
+# kernel's headers, in the guest, and install them; then modprobe loads
+# them by name (depmod's order: kml_stats first), the installed clients
+# talk to them, and removing the package removes them. Writes TAP to
+# $KMODLAB_OUT/deb.tap.
+set -uo pipefail
+debs=$(cd "${1:?usage: deb-install.sh DEB_DIR}" && pwd)
+tap=${KMODLAB_OUT:-/tmp}/deb.tap
+abi=$(uname -r)
+n=0 failed=0
+: > "$tap"
+ok() { # $1 = status, rest = what
+	local st=$1
+	shift
+	n=$((n + 1))
+	if ((st == 0)); then
+		echo "ok $n - $*" | tee -a "$tap"
+	else
+		echo "not ok $n - $*" | tee -a "$tap"
+		failed=1
+	fi
+}
+log=/run/deb-install.log
+# run in the installed system; its output goes to the log (and on failure,
+# to the console)
+in_root() {
+	chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@" >> $log 2>&1
+	local rc=$?
+	((rc)) && { echo "--- $* exited $rc:"; tail -25 $log; }
+	return $rc
+}
+
+root=/run/sys
+modprobe overlay
+mkdir -p /run/ovl/{up,work,mup,mwork} $root
+mount -t overlay overlay -o lowerdir=/,upperdir=/run/ovl/up,workdir=/run/ovl/work $root &&
+	mount -t overlay overlay \
+		-o lowerdir=/lib/modules,upperdir=/run/ovl/mup,workdir=/run/ovl/mwork \
+		$root/lib/modules &&
+	mount --rbind /dev $root/dev && mount -t proc proc $root/proc &&
+	mount -t sysfs sysfs $root/sys && mount -t tmpfs tmpfs $root/tmp &&
+	mount -t tmpfs tmpfs $root/run
+ok $? "a writable copy of the system to install into"
+# what udev and systemd would have made: bash's <(...), which DKMS uses,
+# opens /dev/fd/N
+[[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
+# this kernel's modules came from its image package, the headers' `build`
+# link from linux-headers (on the host): join them, as on an installed system
+[[ -e $root/lib/modules/$abi/build ]] ||
+	ln -s "/usr/src/linux-headers-$abi" "$root/lib/modules/$abi/build"
+# man-db rebuilds its whole index on every package with manual pages:
+# minutes under TCG, and not what this test is about
+rm -f "$root/var/lib/man-db/auto-update"
+
+start=$SECONDS
+in_root dpkg -i "$debs"/kmodlab-dkms_*_all.deb "$debs"/kmodlab_*_"$(dpkg --print-architecture)".deb
+ok $? "dpkg -i kmodlab-dkms kmodlab ($((SECONDS - start)) s, DKMS build included)"
+grep -E "^(Building|Installing|Running|depmod|Signing|Sign)" $log | sed 's/^/# /'
+in_root dkms status kmodlab
+grep -q "^kmodlab/.*, $abi, .*: installed" $log
+ok $? "dkms status: kmodlab built and installed for $abi"
+mods=$(find "$root/lib/modules/$abi/updates/dkms" -name 'kml_*.ko*' -printf '%f\n' | sort | tr '\n' ' ')
+echo "# installed: $mods"
+[[ $mods == "kml_filter.ko kml_probe.ko kml_probe_target.ko kml_ring.ko kml_sensor.ko kml_stats.ko " ]]
+ok $? "the six modules, no test-only module"
+
+# modprobe knows kml_sensor needs kml_stats (depmod, run by DKMS)
+in_root modprobe kml_sensor && in_root modprobe kml_probe && in_root modprobe kml_ring &&
+	in_root modprobe kml_filter
+ok $? "modprobe kml_sensor kml_probe kml_ring kml_filter (kml_stats pulled in)"
+grep -qw kml_stats /proc/modules
+ok $? "kml_stats loaded as a dependency"
+for m in kml_stats kml_sensor kml_probe kml_ring kml_filter; do
+	[[ $(cat /sys/module/$m/taint 2>/dev/null) == *O* ]] || { echo "# $m not out-of-tree?"; false; }
+done
+ok $? "the loaded modules are DKMS's (out-of-tree taint)"
+
+in_root kml-stats --version && grep -q "^kml-stats (kmodlab) " $log
+ok $? "kml-stats --version"
+in_root kml-sensor read && in_root kml-stats --json && grep -q '"set":"kml_sensor"' $log
+ok $? "kml-sensor read, kml-stats --json: the installed clients talk to the modules"
+in_root kml-probe attach kml_probe_target && in_root kml-probe call 10 1 &&
+	in_root kml-probe list && in_root kml-probe detach kml_probe_target
+ok $? "kml-probe attach, call, list, detach"
+in_root kml-filter list && in_root kml-ring stat
+ok $? "kml-filter list, kml-ring stat"
+in_root man -w kml-probe && in_root man -w 4 kmodlab &&
+	[[ -e $root/usr/share/bash-completion/completions/kml-filter &&
+	   -e $root/lib/udev/rules.d/60-kmodlab.rules && -e $root/usr/include/linux/kml_probe.h ]]
+ok $? "man pages, completion, udev rule and uapi headers installed"
+
+in_root modprobe -r kml_filter kml_ring kml_probe kml_probe_target kml_sensor kml_stats
+ok $? "modprobe -r all"
+in_root dpkg -r kmodlab kmodlab-dkms
+ok $? "dpkg -r kmodlab kmodlab-dkms"
+[[ -z $(find "$root/lib/modules/$abi/updates" -name 'kml_*' 2>/dev/null) &&
+   -z $(find "$root/usr/src" "$root/var/lib/dkms" -maxdepth 1 -name 'kmodlab*') &&
+   ! -e $root/usr/bin/kml-probe ]]
+ok $? "removed: no module, source or client left"
+echo "1..$n" >> "$tap"
+exit $failed
