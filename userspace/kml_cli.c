@@ -24,26 +24,25 @@ void kml_die(const char *fmt, ...)
 	exit(1);
 }
 
-/* An unsigned decimal or 0x number in [0, max] at @v; -1 if it is not. */
-static int parse_number(const char *s, unsigned long long max,
-			unsigned long long *v)
+/* An unsigned decimal or 0x number in [0, max], or @fail's one line. */
+static unsigned long long number(const char *s, unsigned long long max,
+				 const char *what, void (*fail)(const char *fmt, ...))
 {
 	char *end;
+	unsigned long long v;
 
 	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return errno || *end || !*s || *s == '-' || *v > max ? -1 : 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !*s || *s == '-' || v > max)
+		fail("bad %s '%s'", what, s);
+	return v;
 }
 
 /* A number the client was given at run time, or a one-line error (1). */
 unsigned long long kml_number(const char *s, unsigned long long max,
 			      const char *what)
 {
-	unsigned long long v;
-
-	if (parse_number(s, max, &v))
-		kml_die("bad %s '%s'", what, s);
-	return v;
+	return number(s, max, what, kml_die);
 }
 
 /*
@@ -54,11 +53,7 @@ unsigned long long kml_number(const char *s, unsigned long long max,
 unsigned long long kml_arg_number(const char *s, unsigned long long max,
 				  const char *what)
 {
-	unsigned long long v;
-
-	if (parse_number(s, max, &v))
-		kml_usage_error("bad %s '%s'", what, s);
-	return v;
+	return number(s, max, what, kml_usage_error);
 }
 
 /* Is @mod listed in @modules_dep (depmod's file), compressed or not? */
