@@ -48,6 +48,26 @@ static void usage(FILE *f)
 		"KML_FILTER_DEVICE overrides %s.\n", kml_prog, KML_FILTER_DEVICE);
 }
 
+/* kml-filter.1's COMMANDS, in short; main() runs them. */
+static const struct kml_cmd cmds[] = {
+	{ "list", "[-v]",
+	  "The policy and the rules, in order, in the rule language (loadable back).\n"
+	  "  -v                 numbered, with packet and byte counters\n", NULL },
+	{ "add", "[--at N] RULE",
+	  "Add a rule at the end, or at position N (1 is first).\n"
+	  "RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+	  "      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+	  "  --at N             at position N\n", NULL },
+	{ "del", "N | RULE",
+	  "Delete rule number N, or the first rule equal to RULE.\n", NULL },
+	{ "flush", "", "Delete every rule; the policy stays.\n", NULL },
+	{ "policy", "accept|drop", "What happens to packets no rule matches.\n", NULL },
+	{ "load", "FILE|-",
+	  "Replace every rule, and the policy if the file sets one, with the rule\n"
+	  "file FILE (or standard input), all at once.\n", NULL },
+	{ NULL, NULL, NULL, NULL },
+};
+
 static void ioctl_failed(const char *what)
 {
 	int e = errno;
@@ -97,9 +117,9 @@ static void parse_or_die(int argc, char *const argv[], struct kml_filter_rule *r
 	char err[256];
 
 	if (!argc)
-		kml_die("give a rule, e.g. `drop in tcp dport 22` (see --help)");
+		kml_usage_error("%s", "give a rule, e.g. `drop in tcp dport 22`");
 	if (kml_filter_parse_rule(argc, argv, r, err, sizeof(err)))
-		kml_die("bad rule: %s", err);
+		kml_usage_error("bad rule: %s", err);
 }
 
 /* Rule words in JSON as on the command line: strings, never numbers. */
@@ -257,10 +277,10 @@ int main(int argc, char **argv)
 	int c, fd;
 
 	kml_prog = "kml-filter";
-	kml_cli_common(&argc, argv, &json, usage);
+	kml_cli_common(&argc, argv, &json, usage, cmds);
 	if (getenv("KML_FILTER_DEVICE"))
 		device = getenv("KML_FILTER_DEVICE");
-	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -269,8 +289,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			kml_bad_option(c, argv);
 		}
 	}
 	if (optind >= argc)
@@ -280,19 +299,19 @@ int main(int argc, char **argv)
 	argv += optind;
 
 	if (!strcmp(cmd, "list")) {
-		int verbose = argc == 1 && !strcmp(argv[0], "-v");
+		int verbose = argc >= 1 && !strcmp(argv[0], "-v");
 
-		if (argc > verbose)
-			kml_die("usage: list [-v]");
+		kml_operands(argc - verbose, argv + verbose, 0, 0);
 		fd = open_device();
 		cmd_list(fd, verbose);
 	} else if (!strcmp(cmd, "add")) {
 		struct kml_filter_add a = { .position = KML_FILTER_APPEND };
 
 		if (argc >= 2 && !strcmp(argv[0], "--at")) {
-			a.position = (__u32)kml_number(argv[1], KML_FILTER_MAX_RULES, "position");
+			a.position = (__u32)kml_arg_number(argv[1], KML_FILTER_MAX_RULES,
+							   "position");
 			if (!a.position)
-				kml_die("bad position '0': rules are numbered from 1");
+				kml_usage_error("%s", "bad position '0': rules are numbered from 1");
 			a.position--;
 			argc -= 2;
 			argv += 2;
@@ -305,9 +324,10 @@ int main(int argc, char **argv)
 		struct kml_filter_del d = { 0 };
 
 		if (argc == 1 && argv[0][0] >= '0' && argv[0][0] <= '9') {
-			d.index = (__u32)kml_number(argv[0], KML_FILTER_MAX_RULES, "rule number");
+			d.index = (__u32)kml_arg_number(argv[0], KML_FILTER_MAX_RULES,
+							"rule number");
 			if (!d.index)
-				kml_die("bad rule number '0': rules are numbered from 1");
+				kml_usage_error("%s", "bad rule number '0': rules are numbered from 1");
 			d.index--;
 		} else {
 			parse_or_die(argc, argv, &d.rule);
@@ -317,23 +337,22 @@ int main(int argc, char **argv)
 		if (ioctl(fd, KML_FILTER_IOC_DEL, &d))
 			ioctl_failed("del");
 	} else if (!strcmp(cmd, "flush")) {
-		if (argc)
-			kml_die("usage: flush");
+		kml_operands(argc, argv, 0, 0);
 		fd = open_device();
 		if (ioctl(fd, KML_FILTER_IOC_FLUSH))
 			ioctl_failed("flush");
 	} else if (!strcmp(cmd, "policy")) {
 		__u32 p;
 
-		if (argc != 1 || (strcmp(argv[0], "accept") && strcmp(argv[0], "drop")))
-			kml_die("usage: policy accept|drop");
+		kml_operands(argc, argv, 1, 1);
+		if (strcmp(argv[0], "accept") && strcmp(argv[0], "drop"))
+			kml_usage_error("bad policy '%s': give accept or drop", argv[0]);
 		p = argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
 		fd = open_device();
 		if (ioctl(fd, KML_FILTER_IOC_SET_POLICY, &p))
 			ioctl_failed("policy");
 	} else if (!strcmp(cmd, "load")) {
-		if (argc != 1)
-			kml_die("usage: load FILE|-");
+		kml_operands(argc, argv, 1, 1);
 		fd = open_device();
 		cmd_load(fd, argv[0]);
 	} else {

@@ -84,11 +84,20 @@ static void failed(const char *what, const char *func)
 	}
 }
 
-static int open_dev(void)
+/*
+ * The device, opened by the first command that needs it once its words
+ * are checked: a usage error is one whether the module is loaded or not.
+ */
+static int dev_fd = -1;
+
+int kml_probe_dev(void)
 {
-	int fd = open(KML_PROBE_DEVICE, O_RDONLY | O_CLOEXEC);
+	int fd;
 	uint32_t v;
 
+	if (dev_fd >= 0)
+		return dev_fd;
+	fd = open(KML_PROBE_DEVICE, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			kml_die_not_loaded("kml_probe", KML_PROBE_DEVICE);
@@ -99,6 +108,7 @@ static int open_dev(void)
 	if (v != KML_PROBE_ABI_VERSION)
 		kml_die("%s speaks ABI %u, this client ABI %u", KML_PROBE_DEVICE, v,
 		    KML_PROBE_ABI_VERSION);
+	dev_fd = fd;
 	return fd;
 }
 
@@ -109,7 +119,7 @@ static void set_func(char *dst, const char *func)
 	strcpy(dst, func);
 }
 
-static int cmd_attach(int fd, int argc, char **argv)
+static int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "args", required_argument, NULL, 'a' },
@@ -124,58 +134,57 @@ static int cmd_attach(int fd, int argc, char **argv)
 	char *eq;
 	int c;
 
-	if (argc < 2)
-		kml_die("%s", "usage: attach FUNC [options]");
+	if (argc < 2 || argv[1][0] == '-')
+		kml_usage_error("%s", "give FUNC first");
 	set_func(a.func, argv[1]);
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
-			a.nargs = kml_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
+			a.nargs = kml_arg_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
 			break;
 		case 'p':
 		case 't':
 			a.flags |= c == 'p' ? KML_PROBE_F_PID : KML_PROBE_F_TGID;
-			a.pid = kml_number(optarg, 0x7fffffff, "pid");
+			a.pid = kml_arg_number(optarg, 0x7fffffff, "pid");
 			break;
 		case 'k':
 			eq = strchr(optarg, '=');
 			if (!eq)
-				kml_die("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
+				kml_usage_error("bad --arg '%s': give K=V, e.g. --arg 0=42", optarg);
 			*eq = '\0';
 			a.flags |= KML_PROBE_F_ARG;
-			a.arg_index = kml_number(optarg, KML_PROBE_MAX_ARGS - 1, "argument index (0..5)");
-			a.arg_value = kml_number(eq + 1, UINT64_MAX, "argument value");
+			a.arg_index = kml_arg_number(optarg, KML_PROBE_MAX_ARGS - 1,
+						     "argument index (0..5)");
+			a.arg_value = kml_arg_number(eq + 1, UINT64_MAX, "argument value");
 			break;
 		case 'm':
-			a.maxactive = kml_number(optarg, KML_PROBE_MAXACTIVE_MAX, "--maxactive");
+			a.maxactive = kml_arg_number(optarg, KML_PROBE_MAXACTIVE_MAX, "--maxactive");
 			break;
 		case 'c':
 			a.flags |= KML_PROBE_F_COUNT_ONLY;
 			break;
 		default:
-			exit(2);
+			kml_bad_option(c, argv);
 		}
 	}
-	if (optind != argc)
-		kml_die("unexpected argument '%s'", argv[optind]);
+	kml_operands(argc - optind, argv + optind, 0, 0);
 	if ((a.flags & KML_PROBE_F_PID) && (a.flags & KML_PROBE_F_TGID))
-		kml_die("%s", "give --pid or --tgid, not both");
+		kml_usage_error("%s", "give --pid or --tgid, not both");
 	if ((a.flags & KML_PROBE_F_COUNT_ONLY) && (a.nargs || a.maxactive))
-		kml_die("%s", "--count-only takes neither --args nor --maxactive");
-	if (ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
+		kml_usage_error("%s", "--count-only takes neither --args nor --maxactive");
+	if (ioctl(kml_probe_dev(), KML_PROBE_IOC_ATTACH, &a))
 		failed("attach", a.func);
 	return 0;
 }
 
-static int cmd_detach(int fd, int argc, char **argv)
+static int cmd_detach(int argc, char **argv)
 {
 	struct kml_probe_func f = { { 0 } };
 
-	if (argc != 2)
-		kml_die("%s", "usage: detach FUNC");
+	kml_operands(argc - 1, argv + 1, 1, 1);
 	set_func(f.func, argv[1]);
-	if (ioctl(fd, KML_PROBE_IOC_DETACH, &f))
+	if (ioctl(kml_probe_dev(), KML_PROBE_IOC_DETACH, &f))
 		failed("detach", f.func);
 	return 0;
 }
@@ -193,12 +202,15 @@ static const char *state(const struct kml_probe_result *r)
 	return r->state & KML_PROBE_S_GONE ? "gone (module unloaded)" : "attached";
 }
 
-static int cmd_list(int fd)
+static int cmd_list(int argc, char **argv)
 {
 	struct kml_probe_list l = { 0 };
 	struct kml_probe_result r;
 	uint32_t i;
+	int fd;
 
+	kml_operands(argc - 1, argv + 1, 0, 0);
+	fd = kml_probe_dev();
 	if (ioctl(fd, KML_PROBE_IOC_LIST, &l))
 		failed("list", NULL);
 	if (json)
@@ -265,15 +277,26 @@ static void draw(const struct kml_probe_result *r)
 	}
 }
 
-static int cmd_hist(int fd, int argc, char **argv)
+static int cmd_hist(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "seconds", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct kml_probe_result a, b;
 	double secs = 0;
+	int c, fd;
 
-	if (argc == 4 && (!strcmp(argv[2], "-w") || !strcmp(argv[2], "--seconds")))
-		secs = (double)kml_number(argv[3], 86400, "seconds");
-	else if (argc != 2)
-		kml_usage_error("%s", "usage: hist FUNC [-w|--seconds SECONDS]");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":w:", opts, NULL)) != -1) {
+		if (c != 'w')
+			kml_bad_option(c, argv);
+		secs = (double)kml_arg_number(optarg, 86400, "seconds");
+	}
+	/* getopt put FUNC after the options */
+	kml_operands(argc - optind, argv + optind, 1, 1);
+	argv[1] = argv[optind];
+	fd = kml_probe_dev();
 	get(fd, argv[1], &a);
 	if (secs > 0) {
 		struct timespec ts = { .tv_sec = (time_t)secs };
@@ -292,61 +315,98 @@ static int cmd_hist(int fd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_call(int fd, int argc, char **argv)
+static int cmd_call(int argc, char **argv)
 {
 	struct kml_probe_call c = { 0 };
 
-	if (argc < 3 || argc > 4)
-		kml_die("%s", "usage: call COUNT DELAY_US [DEPTH]");
-	c.count = kml_number(argv[1], 100000, "count (1..100000)");
-	c.delay_ns = kml_number(argv[2], 10000, "delay (0..10000 us)") * 1000;
+	kml_operands(argc - 1, argv + 1, 2, 3);
+	c.count = kml_arg_number(argv[1], 100000, "count (1..100000)");
+	c.delay_ns = kml_arg_number(argv[2], 10000, "delay (0..10000 us)") * 1000;
 	if (argc == 4)
-		c.depth = kml_number(argv[3], 8, "depth (0..8)");
+		c.depth = kml_arg_number(argv[3], 8, "depth (0..8)");
 	c.arg = 42;
-	if (ioctl(fd, KML_PROBE_IOC_CALL, &c))
+	if (ioctl(kml_probe_dev(), KML_PROBE_IOC_CALL, &c))
 		failed("call", NULL);
 	return 0;
 }
 
+static int cmd_reset(int argc, char **argv)
+{
+	kml_operands(argc - 1, argv + 1, 0, 0);
+	if (ioctl(kml_probe_dev(), KML_PROBE_IOC_RESET))
+		failed("reset", NULL);
+	return 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	return kml_probe_report(argc, argv, json);
+}
+
+/* kml-probe.1's COMMANDS, in short. */
+static const struct kml_cmd cmds[] = {
+	{ "attach", "FUNC [--args N] [--pid P | --tgid P] [--arg K=V] [--maxactive N] [--count-only]",
+	  "Time every call of kernel function FUNC with a kretprobe (root).\n"
+	  "  --args N           capture the first N arguments (0..6) and the return value\n"
+	  "  --pid P            only calls made by thread P\n"
+	  "  --tgid P           only calls made by the threads of process P\n"
+	  "  --arg K=V          only calls whose argument K (0..5) equals V\n"
+	  "  --maxactive N      calls tracked at once (up to 4096); more count as missed\n"
+	  "  --count-only       only count calls, with a kprobe (no latency)\n",
+	  cmd_attach },
+	{ "detach", "FUNC", "Remove FUNC's probe (root).\n", cmd_detach },
+	{ "list", "",
+	  "Each attached function with its calls, average, minimum and maximum\n"
+	  "latency in ns, missed and filtered calls, and its state (gone: its\n"
+	  "module was unloaded).\n",
+	  cmd_list },
+	{ "hist", "FUNC [-w|--seconds SECONDS]",
+	  "FUNC's log2 latency histogram since it was attached or reset.\n"
+	  "  -w, --seconds SECONDS  only the calls during the next SECONDS (0..86400)\n",
+	  cmd_hist },
+	{ "reset", "", "Zero every probe's results (root).\n", cmd_reset },
+	{ "call", "COUNT DELAY_US [DEPTH]",
+	  "Run the test function kml_probe_target COUNT times (at most 100000), each\n"
+	  "call lasting DELAY_US microseconds (0..10000) and calling itself DEPTH\n"
+	  "times (0..8) (root; needs the kml_probe_target module).\n",
+	  cmd_call },
+	{ "record", "[-o FILE] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]",
+	  "Record every call of each FUNC (up to 16), one record each, while COMMAND\n"
+	  "runs, for SECONDS, or until interrupted (root; needs kml_ring loaded).\n"
+	  "  -o, --output FILE  the file to write (default kml-probe.data)\n"
+	  "  -a, --args NARGS   capture the first NARGS arguments (0..6) of each call\n"
+	  "  -m, --pages PAGES  the ring's size in pages: a power of two, 1..1024 (64)\n"
+	  "  -d, --duration, --seconds SECONDS  stop after SECONDS (1..86400)\n",
+	  kml_probe_record },
+	{ "report", "[FILE] [--force] [--top N]",
+	  "Latency histograms and top threads of a recording (default\n"
+	  "kml-probe.data; also -i, --input FILE). Needs no module.\n"
+	  "  -f, --force        read a file whose recorder was killed\n"
+	  "  -t, --top N        show the N busiest threads (default 10)\n",
+	  cmd_report },
+	{ NULL, NULL, NULL, NULL },
+};
+
 int main(int argc, char **argv)
 {
-	int fd, i = 1, ret;
+	const struct kml_cmd *cmd;
+	int ret;
 
 	kml_prog = prog;
-	kml_cli_common(&argc, argv, &json, usage);
-	if (i < argc && argv[i][0] == '-')
-		kml_usage_error("unknown option '%s'", argv[i]);
-	if (i >= argc)
+	kml_cli_common(&argc, argv, &json, usage, cmds);
+	if (argc > 1 && argv[1][0] == '-')
+		kml_usage_error("unknown option '%s'", argv[1]);
+	if (argc < 2)
 		kml_usage_error("%s", "no command given");
-	argc -= i;
-	argv += i;
-	/* report reads a file: it needs no module. */
-	if (!strcmp(argv[0], "report"))
-		return kml_probe_report(argc, argv, json);
-	if (strcmp(argv[0], "attach") && strcmp(argv[0], "detach") &&
-	    strcmp(argv[0], "list") && strcmp(argv[0], "hist") &&
-	    strcmp(argv[0], "reset") && strcmp(argv[0], "call") &&
-	    strcmp(argv[0], "record")) {
-		kml_usage_error("unknown command '%s'", argv[0]);
-	}
-	fd = open_dev();
-	if (!strcmp(argv[0], "attach")) {
-		ret = cmd_attach(fd, argc, argv);
-	} else if (!strcmp(argv[0], "detach")) {
-		ret = cmd_detach(fd, argc, argv);
-	} else if (!strcmp(argv[0], "list")) {
-		ret = cmd_list(fd);
-	} else if (!strcmp(argv[0], "hist")) {
-		ret = cmd_hist(fd, argc, argv);
-	} else if (!strcmp(argv[0], "call")) {
-		ret = cmd_call(fd, argc, argv);
-	} else if (!strcmp(argv[0], "record")) {
-		ret = kml_probe_record(fd, argc, argv);
-	} else {
-		if (ioctl(fd, KML_PROBE_IOC_RESET))
-			failed("reset", NULL);
-		ret = 0;
-	}
-	close(fd);
+	cmd = kml_find_cmd(cmds, argv[1]);
+	if (!cmd)
+		kml_usage_error("unknown command '%s'", argv[1]);
+	/*
+	 * Each command checks its words before it opens the device (report
+	 * reads a file and needs no module).
+	 */
+	ret = cmd->run(argc - 1, argv + 1);
+	if (dev_fd >= 0)
+		close(dev_fd);
 	return ret;
 }

@@ -49,6 +49,32 @@ static void usage(FILE *f)
 		"  -V, --version           the client's version\n", prog);
 }
 
+/* kml-ring.1's COMMANDS, in short; main() runs them. */
+#define RING_COMMON \
+	"  --pages P          ring data pages, a power of two (default 64)\n" \
+	"  --watermark BYTES  wake after this much, 1..half the ring (default 1)\n"
+static const struct kml_cmd cmds[] = {
+	{ "stat", "",
+	  "The device-wide counters kml_ring publishes in /proc/kmodlab/stats:\n"
+	  "records, bytes, lost records, wake-ups.\n", NULL },
+	{ "produce", "[--size BYTES] [--rate N] [--count N] [--seconds S] [--cpu C]",
+	  "Run the built-in producer into this client's ring, consume it in place,\n"
+	  "check every record and report the rates, the lost and corrupt records\n"
+	  "(needs CAP_SYS_ADMIN).\n"
+	  "  --size BYTES       record size, header included (default 64)\n"
+	  "  --rate N           records per second, 0 = as fast as possible (1000)\n"
+	  "  --count N          stop after N records\n"
+	  "  --seconds S        stop after S seconds (default 3, an hour with --count)\n"
+	  "  --cpu C            run the producer on CPU C\n"
+	  RING_COMMON "  --print            print each record\n", NULL },
+	{ "consume", "[--seconds S] [--count N]",
+	  "Print the records other modules write (kml_ring_write()); --json: JSON\n"
+	  "Lines, one per record, then a summary.\n"
+	  "  --seconds S        stop after S seconds (default 10)\n"
+	  "  --count N          stop after N records\n" RING_COMMON, NULL },
+	{ NULL, NULL, NULL, NULL },
+};
+
 static double now(void)
 {
 	struct timespec ts;
@@ -265,20 +291,20 @@ int main(int argc, char **argv)
 	int c;
 
 	kml_prog = prog;
-	kml_cli_common(&argc, argv, &json, usage);
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	kml_cli_common(&argc, argv, &json, usage, cmds);
+	while ((c = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
-		case 's': p.record_size = kml_number(optarg, 1 << 20, "--size"); break;
-		case 'r': p.rate = kml_number(optarg, 100000000, "--rate"); break;
-		case 'n': count = kml_number(optarg, UINT64_MAX, "--count"); break;
-		case 't': seconds = (double)kml_number(optarg, 86400, "--seconds"); break;
-		case 'c': p.cpu = (int)kml_number(optarg, 4096, "--cpu"); break;
-		case 'p': pages = kml_number(optarg, KML_RING_MAX_PAGES, "--pages"); break;
-		case 'w': wm = kml_number(optarg, UINT64_MAX, "--watermark"); break;
+		case 's': p.record_size = kml_arg_number(optarg, 1 << 20, "--size"); break;
+		case 'r': p.rate = kml_arg_number(optarg, 100000000, "--rate"); break;
+		case 'n': count = kml_arg_number(optarg, UINT64_MAX, "--count"); break;
+		case 't': seconds = (double)kml_arg_number(optarg, 86400, "--seconds"); break;
+		case 'c': p.cpu = (int)kml_arg_number(optarg, 4096, "--cpu"); break;
+		case 'p': pages = kml_arg_number(optarg, KML_RING_MAX_PAGES, "--pages"); break;
+		case 'w': wm = kml_arg_number(optarg, UINT64_MAX, "--watermark"); break;
 		case 'P': print = 1; break;
-		default: usage(stderr); return 2;
+		default: kml_bad_option(c, argv);
 		}
 	}
 	if (optind < argc)
@@ -287,6 +313,10 @@ int main(int argc, char **argv)
 		kml_usage_error("%s", "no command given");
 	if (optind != argc)
 		kml_usage_error("unexpected argument '%s'", argv[optind]);
+	/* The device would refuse it too: say so before opening anything. */
+	if (!pages || (pages & (pages - 1)))
+		kml_usage_error("bad --pages %u: give a power of two, 1..%d", pages,
+				KML_RING_MAX_PAGES);
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat();
 	if (!strcmp(cmd, "produce")) {

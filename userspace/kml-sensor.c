@@ -86,14 +86,38 @@ static int open_device(int flags)
 	return fd;
 }
 
+/*
+ * The device, opened by the first command that needs it once its words
+ * are checked: a usage error is one whether the module is loaded or not.
+ */
+static int dev_fd = -1;
+
+static int dev(void)
+{
+	if (dev_fd < 0)
+		dev_fd = open_device(O_RDONLY);
+	return dev_fd;
+}
+
+/* A channel number's syntax: its range is the device's to tell. */
 static uint32_t parse_channel(const char *s)
 {
 	uint32_t ch;
 
-	if (kml_parse_uint(s, info.nchannels - 1, &ch))
+	if (kml_parse_uint(s, UINT32_MAX, &ch))
+		kml_usage_error("bad channel '%s': give a channel number", s);
+	return ch;
+}
+
+/* The device, and @ch (given as @s) one of its channels. */
+static int dev_channel(uint32_t ch, const char *s)
+{
+	int fd = dev();
+
+	if (ch >= info.nchannels)
 		kml_die("bad channel '%s': the device has channels 0..%u", s,
 		    info.nchannels - 1);
-	return ch;
+	return fd;
 }
 
 static int32_t parse_temp(const char *s)
@@ -101,7 +125,7 @@ static int32_t parse_temp(const char *s)
 	int32_t mc;
 
 	if (kml_parse_celsius(s, &mc))
-		kml_die("bad temperature '%s': give degrees C, e.g. 21.5", s);
+		kml_usage_error("bad temperature '%s': give degrees C, e.g. 21.5", s);
 	return mc;
 }
 
@@ -142,8 +166,10 @@ static void read_all(int fd)
 		printf("]\n");
 }
 
-static int cmd_info(void)
+static int cmd_info(int argc, char **argv)
 {
+	kml_operands(argc - 1, argv + 1, 0, 0);
+	dev();
 	if (json) {
 		printf("{\"abi_version\":%u,\"channels\":%u,\"units\":\"millidegree_celsius\","
 		       "\"min_mc\":%d,\"max_mc\":%d,\"period_min_ms\":%u,"
@@ -161,18 +187,19 @@ static int cmd_info(void)
 	return 0;
 }
 
-static int cmd_read(int fd, int argc, char **argv)
+static int cmd_read(int argc, char **argv)
 {
 	struct kml_sensor_reading r = { 0 };
 
-	if (argc > 1)
-		kml_die("%s", "usage: read [CH]");
+	argc--;	/* past the name */
+	argv++;
+	kml_operands(argc, argv, 0, 1);
 	if (argc == 0) {
-		read_all(fd);
+		read_all(dev());
 		return 0;
 	}
 	r.channel = parse_channel(argv[0]);
-	if (ioctl(fd, KML_SENSOR_IOC_READ, &r))
+	if (ioctl(dev_channel(r.channel, argv[0]), KML_SENSOR_IOC_READ, &r))
 		ioctl_failed("read");
 	print_reading(&r, "");
 	if (json)
@@ -180,19 +207,33 @@ static int cmd_read(int fd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_watch(int fd, int argc, char **argv)
+/* -t 5 or --seconds 5: @argv's value of option @s or @l, or NULL. */
+static const char *option_value(int argc, char **argv, const char *s, const char *l)
 {
+	if (argc && (!strcmp(argv[0], s) || !strcmp(argv[0], l))) {
+		if (argc < 2)
+			kml_usage_error("option '%s' needs a value", argv[0]);
+		kml_operands(argc - 2, argv + 2, 0, 0);
+		return argv[1];
+	}
+	kml_operands(argc, argv, 0, 0);
+	return NULL;
+}
+
+static int cmd_watch(int argc, char **argv)
+{
+	const char *v = option_value(argc - 1, argv + 1, "-c", "--count");
 	long count = -1, n;
 	uint32_t period;
 	struct timespec ts;
+	int fd;
 
-	/* Strict: "2x" is refused, not read as 2 (kml_number()). */
-	if (argc == 2 && (!strcmp(argv[0], "-c") || !strcmp(argv[0], "--count")))
-		count = (long)kml_number(argv[1], 1000000000, "count (1..1000000000)");
-	else if (argc)
-		kml_usage_error("%s", "usage: watch [-c|--count COUNT]");
+	/* Strict: "2x" is refused, not read as 2 (kml_arg_number()). */
+	if (v)
+		count = (long)kml_arg_number(v, 1000000000, "count (1..1000000000)");
 	if (!count)
-		kml_die("%s", "bad count '0': give a positive number");
+		kml_usage_error("%s", "bad count '0': give a positive number");
+	fd = dev();
 	for (n = 0; count < 0 || n < count; n++) {
 		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &period))
 			ioctl_failed("period");
@@ -209,24 +250,32 @@ static int cmd_watch(int fd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_alarm(int fd, int argc, char **argv)
+static int cmd_alarm(int argc, char **argv)
 {
 	struct kml_sensor_alarm a = { 0 };
 	uint32_t ch;
+	int fd;
 
-	if (argc == 4 && !strcmp(argv[0], "set")) {
+	argc--;	/* past the name */
+	argv++;
+	if (!argc)
+		kml_usage_error("%s", "give set, off or get");
+	if (!strcmp(argv[0], "set")) {
+		kml_operands(argc - 1, argv + 1, 3, 3);
 		a.channel = parse_channel(argv[1]);
 		a.flags = KML_SENSOR_ALARM_ENABLED;
 		a.low_mc = parse_temp(argv[2]);
 		a.high_mc = parse_temp(argv[3]);
 		if (a.low_mc > a.high_mc)
-			kml_die("LOW (%s) must not be above HIGH (%s)", argv[2], argv[3]);
-		if (ioctl(fd, KML_SENSOR_IOC_SET_ALARM, &a))
+			kml_usage_error("LOW (%s) must not be above HIGH (%s)", argv[2], argv[3]);
+		if (ioctl(dev_channel(a.channel, argv[1]), KML_SENSOR_IOC_SET_ALARM, &a))
 			ioctl_failed("alarm set");
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[0], "off")) {
+	if (!strcmp(argv[0], "off")) {
+		kml_operands(argc - 1, argv + 1, 1, 1);
 		a.channel = parse_channel(argv[1]);
+		fd = dev_channel(a.channel, argv[1]);
 		if (ioctl(fd, KML_SENSOR_IOC_GET_ALARM, &a))
 			ioctl_failed("alarm off");
 		a.flags = 0;
@@ -234,11 +283,18 @@ static int cmd_alarm(int fd, int argc, char **argv)
 			ioctl_failed("alarm off");
 		return 0;
 	}
-	if ((argc == 1 || argc == 2) && !strcmp(argv[0], "get")) {
-		uint32_t first = 0, last = info.nchannels - 1;
+	if (!strcmp(argv[0], "get")) {
+		uint32_t first, last;
 
-		if (argc == 2)
+		kml_operands(argc - 1, argv + 1, 0, 1);
+		if (argc == 2) {
 			first = last = parse_channel(argv[1]);
+			fd = dev_channel(first, argv[1]);
+		} else {
+			fd = dev();
+			first = 0;
+			last = info.nchannels - 1;
+		}
 		if (json)
 			printf("[");
 		for (ch = first; ch <= last; ch++) {
@@ -259,27 +315,27 @@ static int cmd_alarm(int fd, int argc, char **argv)
 			printf("]\n");
 		return 0;
 	}
-	kml_die("%s", "usage: alarm set CH LOW HIGH | alarm off CH | alarm get [CH]");
+	kml_usage_error("unknown alarm command '%s': give set, off or get", argv[0]);
 }
 
 static const char *const zone_name[] = { "normal", "low", "high" };
 
-static int cmd_wait(int fd, int argc, char **argv)
+static int cmd_wait(int argc, char **argv)
 {
+	const char *v = option_value(argc - 1, argv + 1, "-t", "--seconds");
 	struct kml_sensor_event ev;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = { .fd = -1, .events = POLLIN };
 	int timeout_ms = -1, r;
 	ssize_t n;
 
-	if (argc == 2 && (!strcmp(argv[0], "-t") || !strcmp(argv[0], "--seconds"))) {
+	if (v) {
 		uint32_t s;
 
-		if (kml_parse_uint(argv[1], 86400, &s))
-			kml_die("bad timeout '%s': give whole seconds", argv[1]);
+		if (kml_parse_uint(v, 86400, &s))
+			kml_usage_error("bad timeout '%s': give whole seconds, 0..86400", v);
 		timeout_ms = (int)s * 1000;
-	} else if (argc) {
-		kml_usage_error("%s", "usage: wait [-t|--seconds SECONDS]");
 	}
+	p.fd = dev();
 	r = poll(&p, 1, timeout_ms);
 	if (r < 0)
 		kml_die("poll: %s", strerror(errno));
@@ -287,7 +343,7 @@ static int cmd_wait(int fd, int argc, char **argv)
 		fprintf(stderr, "%s: no alarm within %d s\n", prog, timeout_ms / 1000);
 		return 3;
 	}
-	n = read(fd, &ev, sizeof(ev));
+	n = read(p.fd, &ev, sizeof(ev));
 	if (n != (ssize_t)sizeof(ev))
 		kml_die("read: %s", n < 0 ? strerror(errno) : "short record");
 	if (json)
@@ -302,38 +358,86 @@ static int cmd_wait(int fd, int argc, char **argv)
 	return 0;
 }
 
-static int cmd_period(int fd, int argc, char **argv)
+static int cmd_period(int argc, char **argv)
 {
 	uint32_t ms;
 
+	argc--;	/* past the name */
+	argv++;
+	kml_operands(argc, argv, 0, 1);
 	if (argc == 0) {
-		if (ioctl(fd, KML_SENSOR_IOC_GET_PERIOD, &ms))
+		if (ioctl(dev(), KML_SENSOR_IOC_GET_PERIOD, &ms))
 			ioctl_failed("period");
 		printf(json ? "{\"period_ms\":%u}\n" : "%u ms\n", ms);
 		return 0;
 	}
-	if (argc != 1 || kml_parse_uint(argv[0], UINT32_MAX, &ms))
-		kml_die("%s", "usage: period [MS]");
-	if (ioctl(fd, KML_SENSOR_IOC_SET_PERIOD, &ms))
+	if (kml_parse_uint(argv[0], UINT32_MAX, &ms))
+		kml_usage_error("bad period '%s': give milliseconds", argv[0]);
+	if (ioctl(dev(), KML_SENSOR_IOC_SET_PERIOD, &ms))
 		ioctl_failed("period");
 	return 0;
 }
 
-static int cmd_inject(int fd, int argc, char **argv)
+static int cmd_inject(int argc, char **argv)
 {
 	struct kml_sensor_inject in = { 0 };
 
-	if (argc != 2)
-		kml_die("%s", "usage: inject CH VALUE|clear");
+	argc--;	/* past the name */
+	argv++;
+	kml_operands(argc, argv, 2, 2);
 	in.channel = parse_channel(argv[0]);
 	if (!strcmp(argv[1], "clear"))
 		in.flags = KML_SENSOR_INJECT_CLEAR;
 	else
 		in.value_mc = parse_temp(argv[1]);
-	if (ioctl(fd, KML_SENSOR_IOC_INJECT, &in))
+	if (ioctl(dev_channel(in.channel, argv[0]), KML_SENSOR_IOC_INJECT, &in))
 		ioctl_failed("inject");
 	return 0;
 }
+
+static int cmd_reset(int argc, char **argv)
+{
+	kml_operands(argc - 1, argv + 1, 0, 0);
+	if (ioctl(dev(), KML_SENSOR_IOC_RESET))
+		ioctl_failed("reset");
+	return 0;
+}
+
+/* kml-sensor.1's COMMANDS, in short. */
+static const struct kml_cmd cmds[] = {
+	{ "info", "",
+	  "The ABI version, the number of channels, the temperature and period\n"
+	  "ranges, and how many alarm records an open file may fall behind.\n",
+	  cmd_info },
+	{ "read", "[CH]",
+	  "The latest reading of channel CH, or of every channel (one snapshot).\n",
+	  cmd_read },
+	{ "watch", "[-c|--count COUNT]",
+	  "The readings of every channel once per sampling period.\n"
+	  "  -c, --count COUNT    stop after COUNT rounds (1..1000000000)\n",
+	  cmd_watch },
+	{ "alarm", "set CH LOW HIGH | off CH | get [CH]",
+	  "  set CH LOW HIGH      alarm when CH leaves [LOW, HIGH] degrees C (root)\n"
+	  "  off CH               disable CH's alarm, keeping its thresholds (root)\n"
+	  "  get [CH]             each channel's alarm: on or off, and its thresholds\n",
+	  cmd_alarm },
+	{ "wait", "[-t|--seconds SECONDS]",
+	  "Block until a channel changes its alarm zone and print that record.\n"
+	  "  -t, --seconds SECONDS  give up after SECONDS (0..86400), exit status 3\n",
+	  cmd_wait },
+	{ "period", "[MS]",
+	  "Show the sampling period, or set it to MS milliseconds (10..10000; root).\n",
+	  cmd_period },
+	{ "inject", "CH VALUE|clear",
+	  "Hold channel CH at VALUE degrees C, or let it follow the simulation\n"
+	  "again with clear (root).\n",
+	  cmd_inject },
+	{ "reset", "",
+	  "Put the simulation, the thresholds and the period back to their\n"
+	  "defaults (root).\n",
+	  cmd_reset },
+	{ NULL, NULL, NULL, NULL },
+};
 
 int main(int argc, char **argv)
 {
@@ -342,14 +446,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *env = getenv("KML_SENSOR_DEVICE"), *cmd;
-	int c, fd, ret;
+	const char *env = getenv("KML_SENSOR_DEVICE");
+	const struct kml_cmd *cmd;
+	int c, ret;
 
 	kml_prog = prog;
-	kml_cli_common(&argc, argv, &json, usage);
+	kml_cli_common(&argc, argv, &json, usage, cmds);
 	if (env && *env)
 		device = env;
-	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -358,42 +463,17 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			kml_bad_option(c, argv);
 		}
 	}
 	if (optind >= argc)
 		kml_usage_error("%s", "no command given");
-	cmd = argv[optind++];
-	argc -= optind;
-	argv += optind;
-	if (strcmp(cmd, "info") && strcmp(cmd, "read") && strcmp(cmd, "watch") &&
-	    strcmp(cmd, "alarm") && strcmp(cmd, "wait") && strcmp(cmd, "period") &&
-	    strcmp(cmd, "inject") && strcmp(cmd, "reset")) {
-		kml_usage_error("unknown command '%s'", cmd);
-	}
-
-	fd = open_device(O_RDONLY);
-	if (!strcmp(cmd, "info"))
-		ret = cmd_info();
-	else if (!strcmp(cmd, "read"))
-		ret = cmd_read(fd, argc, argv);
-	else if (!strcmp(cmd, "watch"))
-		ret = cmd_watch(fd, argc, argv);
-	else if (!strcmp(cmd, "alarm"))
-		ret = cmd_alarm(fd, argc, argv);
-	else if (!strcmp(cmd, "wait"))
-		ret = cmd_wait(fd, argc, argv);
-	else if (!strcmp(cmd, "period"))
-		ret = cmd_period(fd, argc, argv);
-	else if (!strcmp(cmd, "inject"))
-		ret = cmd_inject(fd, argc, argv);
-	else if (argc)
-		kml_die("%s", "usage: reset");
-	else if (ioctl(fd, KML_SENSOR_IOC_RESET))
-		ioctl_failed("reset");
-	else
-		ret = 0;
-	close(fd);
+	cmd = kml_find_cmd(cmds, argv[optind]);
+	if (!cmd)
+		kml_usage_error("unknown command '%s'", argv[optind]);
+	/* Each command checks its words before it opens the device. */
+	ret = cmd->run(argc - optind, argv + optind);
+	if (dev_fd >= 0)
+		close(dev_fd);
 	return ret;
 }

@@ -40,6 +40,14 @@ static void usage(FILE *f)
 		"KMODLAB_PROC_DIR overrides /proc/kmodlab.\n", prog, prog);
 }
 
+static const struct kml_cmd cmds[] = {
+	{ "reset", "[SET]",
+	  "Zero every counter and histogram of every set, or of one set\n"
+	  "(needs CAP_SYS_ADMIN). An unknown set is an error and changes nothing.\n",
+	  NULL },
+	{ NULL, NULL, NULL, NULL },
+};
+
 static char proc_dir[4096];
 
 static void not_loaded(void)
@@ -214,10 +222,11 @@ static int do_reset(int argc, char **argv)
 	char path[4200], cmd[KML_STATS_CONTROL_MAX + 2];
 	int fd, n;
 
-	if (argc > 2) {
-		usage(stderr);
-		return 2;
-	}
+	/* A set name never starts with '-': that is an option, and none is known. */
+	if (argc > 1 && argv[1][0] == '-')
+		kml_usage_error("unknown option '%s'", argv[1]);
+	if (argc > 2)
+		kml_usage_error("unexpected argument '%s'", argv[2]);
 	n = snprintf(cmd, sizeof(cmd), argc == 2 ? "reset %s\n" : "reset\n",
 		     argc == 2 ? argv[1] : "");
 	if (n < 0 || (size_t)n >= sizeof(cmd))
@@ -270,12 +279,12 @@ int main(int argc, char **argv)
 	int json = 0, c;
 
 	kml_prog = prog;
-	kml_cli_common(&argc, argv, &json, usage);
+	kml_cli_common(&argc, argv, &json, usage, cmds);
 	env = getenv("KMODLAB_PROC_DIR");
 	snprintf(proc_dir, sizeof(proc_dir), "%s",
 		 env && *env ? env : KML_STATS_PROC_DIR);
 
-	while ((c = getopt_long(argc, argv, "+jw:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:jw:c:h", opts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -285,19 +294,20 @@ int main(int argc, char **argv)
 		case 'w':
 			interval = strtod(optarg, &end);
 			if (*end || !(interval > 0 && interval <= 86400))
-				kml_die("bad interval '%s': give seconds, e.g. -w 1", optarg);
+				kml_usage_error("bad interval '%s': give seconds, e.g. -w 1",
+						optarg);
 			break;
 		case 'c':
 			count = strtol(optarg, &end, 10);
 			if (*end || count < 1)
-				kml_die("bad count '%s': give a positive number", optarg);
+				kml_usage_error("bad count '%s': give a positive number",
+						optarg);
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			kml_bad_option(c, argv);
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind], "reset"))
@@ -307,7 +317,7 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		kml_usage_error("unexpected argument '%s'", argv[optind]);
 	if (count > 0 && interval == 0)
-		kml_die("%s", "-c needs -w");
+		kml_usage_error("%s", "-c needs -w");
 
 	for (;;) {
 		double t = now();

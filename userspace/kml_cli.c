@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,9 @@ void kml_die(const char *fmt, ...)
 	exit(1);
 }
 
-/* An unsigned decimal or 0x number in [0, max], or a one-line error. */
-unsigned long long kml_number(const char *s, unsigned long long max,
-			      const char *what)
+/* An unsigned decimal or 0x number in [0, max], or @fail's one line. */
+static unsigned long long number(const char *s, unsigned long long max,
+				 const char *what, void (*fail)(const char *fmt, ...))
 {
 	char *end;
 	unsigned long long v;
@@ -33,8 +34,26 @@ unsigned long long kml_number(const char *s, unsigned long long max,
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || *end || !*s || *s == '-' || v > max)
-		kml_die("bad %s '%s'", what, s);
+		fail("bad %s '%s'", what, s);
 	return v;
+}
+
+/* A number the client was given at run time, or a one-line error (1). */
+unsigned long long kml_number(const char *s, unsigned long long max,
+			      const char *what)
+{
+	return number(s, max, what, kml_die);
+}
+
+/*
+ * A number on the command line, or a usage error (2): a client checks
+ * every argument with it before it opens a device, so a typo is told as
+ * one whether or not the module is loaded.
+ */
+unsigned long long kml_arg_number(const char *s, unsigned long long max,
+				  const char *what)
+{
+	return number(s, max, what, kml_usage_error);
 }
 
 /* Is @mod listed in @modules_dep (depmod's file), compressed or not? */
@@ -100,19 +119,41 @@ void kml_die_not_loaded(const char *mod, const char *what)
 #define KML_VERSION "unknown"
 #endif
 
+/* The command on the line, for the hint of a usage error; NULL: none. */
+static const struct kml_cmd *kml_cmd;
+
+const struct kml_cmd *kml_find_cmd(const struct kml_cmd *cmds, const char *name)
+{
+	for (; cmds && cmds->name; cmds++)
+		if (!strcmp(cmds->name, name))
+			return cmds;
+	return NULL;
+}
+
+/* `help NAME`: the synopsis, then the man page's words for it. */
+static void cmd_usage(const struct kml_cmd *c)
+{
+	printf("usage: %s %s%s%s\n%s", kml_prog, c->name, *c->args ? " " : "",
+	       c->args, c->help);
+}
+
 /*
  * What every client takes anywhere on its line, up to a "--" (after it
  * come another program's arguments): -j/--json, -h/--help, -V/--version,
  * and `help [COMMAND]` as its first word. They are taken out of argv,
  * so each client's own parsing never sees them; help and version print
- * to stdout and exit 0. getopt's messages name kml_prog, as the clients'
- * own do, not the path the client was run by.
+ * to stdout and exit 0, before any device is opened. -h after a command
+ * of @cmds is that command's help. getopt stays quiet (opterr): the
+ * clients say what is wrong in their own one line (kml_bad_option()),
+ * naming kml_prog, not the path the client was run by.
  */
-void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f))
+void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
+		    const struct kml_cmd *cmds)
 {
-	int i, n = 1, rest = 0;
+	int i, n = 1, rest = 0, help = 0, help_word = 0;
 
 	argv[0] = (char *)kml_prog;
+	opterr = 0;
 	for (i = 1; i < *argc; i++) {
 		const char *a = argv[i];
 
@@ -121,22 +162,45 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f))
 			argv[n++] = argv[i];
 		} else if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
 			*json = 1;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help") ||
-			   (n == 1 && !strcmp(a, "help"))) {
-			usage(stdout);
-			exit(0);
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			help = 1;
+		} else if (n == 1 && !strcmp(a, "help")) {
+			help = help_word = 1;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
 			printf("%s (kmodlab) %s\n", kml_prog, KML_VERSION);
 			exit(0);
 		} else {
+			/*
+			 * The first word that names a command is the command:
+			 * kml-ring takes options (with values) before it.
+			 */
+			if (!kml_cmd)
+				kml_cmd = kml_find_cmd(cmds, a);
 			argv[n++] = argv[i];
 		}
 	}
 	argv[n] = NULL;
 	*argc = n;
+	if (help_word && n > 1) {
+		/* help NAME: NAME must be a command, whatever follows it */
+		kml_cmd = kml_find_cmd(cmds, argv[1]);
+		if (!kml_cmd)
+			kml_usage_error("unknown command '%s'", argv[1]);
+	}
+	if (help && kml_cmd) {
+		cmd_usage(kml_cmd);
+		exit(0);
+	}
+	if (help) {
+		usage(stdout);
+		exit(0);
+	}
 }
 
-/* "<prog>: <reason>" and where help is, on stderr; exit status 2. */
+/*
+ * "<prog>: <reason> (try '<prog> help COMMAND')" on stderr, one line,
+ * exit status 2: the command's own help when the line named one.
+ */
 void kml_usage_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -145,8 +209,42 @@ void kml_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (%s --help: usage)\n", kml_prog);
+	if (kml_cmd)
+		fprintf(stderr, " (try '%s help %s')\n", kml_prog, kml_cmd->name);
+	else
+		fprintf(stderr, " (try '%s --help')\n", kml_prog);
 	exit(2);
+}
+
+/*
+ * getopt_long() returned @c, '?' or ':' (an optstring that starts with
+ * ':' tells a missing value apart). optopt is the short option, or 0
+ * for a long one, which then is the word before optind.
+ */
+void kml_bad_option(int c, char **argv)
+{
+	if (c == ':')
+		kml_usage_error("option '%s' needs a value", argv[optind - 1]);
+	if (optopt)
+		kml_usage_error("unknown option '-%c'", optopt);
+	kml_usage_error("unknown option '%s'", argv[optind - 1]);
+}
+
+/*
+ * A command's operands, after its options: a word that starts with '-'
+ * and is neither "-" (stdin) nor a negative number (a temperature) is an
+ * option the command does not know; and there must be @min to @max.
+ */
+void kml_operands(int argc, char **argv, int min, int max)
+{
+	for (int i = 0; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1] &&
+		    !(argv[i][1] >= '0' && argv[i][1] <= '9'))
+			kml_usage_error("unknown option '%s'", argv[i]);
+	if (argc < min)
+		kml_usage_error("%s", "missing argument");
+	if (argc > max)
+		kml_usage_error("unexpected argument '%s'", argv[max]);
 }
 
 /* A JSON string: quotes, backslashes and control bytes escaped. */

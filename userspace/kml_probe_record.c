@@ -343,12 +343,7 @@ static pid_t run_command(char **cmd)
 	return pid;
 }
 
-static void record_usage(void)
-{
-	kml_die("%s", "usage: record [-o FILE] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]");
-}
-
-int kml_probe_record(int fd, int argc, char **argv)
+int kml_probe_record(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -373,53 +368,56 @@ int kml_probe_record(int fd, int argc, char **argv)
 			nopt = i;
 			cmd = argv + i + 1;
 			if (!cmd[0])
-				record_usage();
+				kml_usage_error("%s", "give a COMMAND after --");
 			break;
 		}
 	r->path = DEFAULT_FILE;
 	optind = 1;
-	while ((c = getopt_long(nopt, argv, "o:a:m:d:", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":o:a:m:d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			r->path = optarg;
 			break;
 		case 'a':
-			nargs = (uint32_t)kml_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
+			nargs = (uint32_t)kml_arg_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
 			break;
 		case 'm':
-			pages = (uint32_t)kml_number(optarg, KML_RING_MAX_PAGES, "--pages");
+			pages = (uint32_t)kml_arg_number(optarg, KML_RING_MAX_PAGES, "--pages");
 			if (pages & (pages - 1) || !pages)
-				kml_die("bad --pages %u: a power of two, 1..%d", pages,
+				kml_usage_error("bad --pages %u: a power of two, 1..%d", pages,
 					KML_RING_MAX_PAGES);
 			break;
 		case 'd':
-			deadline = kml_number(optarg, 86400, "--duration (1..86400 seconds)");
+			deadline = kml_arg_number(optarg, 86400, "--duration (1..86400 seconds)");
 			if (!deadline)
-				kml_die("%s", "bad --duration 0: 1..86400 seconds");
+				kml_usage_error("%s", "bad --duration 0: 1..86400 seconds");
 			deadline *= 1000000000ULL;
 			break;
 		default:
-			exit(2);
+			kml_bad_option(c, argv);
 		}
 	}
 	if (optind >= nopt)
-		record_usage();
+		kml_usage_error("%s", "give FUNC...");
 	if (nopt - optind > KML_PROBE_MAX_FUNCS)
-		kml_die("at most %d functions at once", KML_PROBE_MAX_FUNCS);
+		kml_usage_error("at most %d functions at once", KML_PROBE_MAX_FUNCS);
 
-	r->fd = fd;
 	for (int i = optind; i < nopt; i++) {
 		struct rec_func *f = &r->f[r->n];
 
 		if (strlen(argv[i]) >= KML_PROBE_FUNC_LEN)
 			kml_die("function name too long: %s", argv[i]);
+		if (argv[i][0] == '-')
+			kml_usage_error("unknown option '%s'", argv[i]);
 		for (unsigned int j = 0; j < r->n; j++)
 			if (!strcmp(r->f[j].attr.func, argv[i]))
-				kml_die("%s given twice", argv[i]);
+				kml_usage_error("%s given twice", argv[i]);
 		strcpy(f->attr.func, argv[i]);
 		f->attr.id = r->n++;
 	}
 
+	/* Every word checked: now the devices, kml_probe's first. */
+	r->fd = kml_probe_dev();
 	ret = kml_ring_user_open(&r->ring, pages);
 	if (ret == -ENOENT)
 		kml_die_not_loaded("kml_ring", KML_RING_DEVICE);
@@ -667,7 +665,7 @@ int kml_probe_report(int argc, char **argv, int json)
 	int c, fd;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:ft:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:ft:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			path = optarg;
@@ -676,16 +674,15 @@ int kml_probe_report(int argc, char **argv, int json)
 			force = true;
 			break;
 		case 't':
-			top = (unsigned int)kml_number(optarg, KML_PF_TOP_MAX, "--top");
+			top = (unsigned int)kml_arg_number(optarg, KML_PF_TOP_MAX, "--top");
 			break;
 		default:
-			exit(2);
+			kml_bad_option(c, argv);
 		}
 	}
-	if (optind + 1 == argc)
+	kml_operands(argc - optind, argv + optind, 0, 1);
+	if (optind < argc)
 		path = argv[optind];
-	else if (optind != argc)
-		kml_die("%s", "usage: report [FILE] [--force] [--top N]");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st))
 		kml_die("cannot read %s: %s", path, strerror(errno));

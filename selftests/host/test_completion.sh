@@ -110,6 +110,7 @@ t probe_record_command_after_dashdash 'truncate' kml-probe record vfs_read -- tr
 t probe_report_files 'rec.data rdir rules.txt' kml-probe report ''
 t probe_report_options '--force' kml-probe report --f
 t probe_help_command 'record report reset' kml-probe help re
+t probe_help_commands 'attach detach list hist reset call record report' kml-probe help ''
 _kml_kallsyms=$tmp/nonexistent
 t probe_attach_without_kallsyms '' kml-probe attach vfs_r
 _kml_kallsyms=$tmp/kallsyms
@@ -125,6 +126,7 @@ t filter_policy 'accept drop' kml-filter policy ''
 t filter_load_file_or_stdin 'rec.data rdir rules.txt -' kml-filter load ''
 t filter_load_file_prefix 'rules.txt' kml-filter load ru
 t filter_list_verbose '-v' kml-filter list -v
+t filter_help_commands 'list add del flush policy load' kml-filter help ''
 
 t stats_json '--json' kml-stats --j
 t stats_options '--json --help --version --watch --count' kml-stats --
@@ -133,6 +135,7 @@ t stats_reset_set_prefix 'kml_stats kp.vfs_read' kml-stats reset k
 t stats_reset_after_options 'demo' kml-stats -j -w 1 reset d
 t stats_filter_or_reset 'reset' kml-stats r
 t stats_watch_value_not_completed '' kml-stats -w ''
+t stats_help_command 'reset' kml-stats help ''
 KMODLAB_PROC_DIR=$tmp/nonexistent t stats_reset_without_module '' kml-stats reset ''
 
 t sensor_commands_re 'read reset' kml-sensor re
@@ -141,12 +144,15 @@ t sensor_alarm_channel '0 1 2' kml-sensor alarm set ''
 t sensor_read_channels '0 1 2' kml-sensor read ''
 t sensor_inject_clear 'clear' kml-sensor inject 1 c
 t sensor_wait_timeout '-t' kml-sensor wait -t
+t sensor_help_commands 'info read watch alarm wait period inject reset' kml-sensor help ''
+t sensor_help_command_prefix 'read reset' kml-sensor help re
 
 t ring_commands 'stat produce consume help' kml-ring ''
 t ring_produce_options '--size --seconds' kml-ring produce --s
 t ring_consume_options '--seconds' kml-ring consume --s
 t ring_option_before_command 'consume' kml-ring --pages 8 c
 t ring_option_value_not_completed '' kml-ring produce --rate ''
+t ring_help_commands 'stat produce consume' kml-ring help ''
 
 echo "1..$n"
 ((failed == 0))

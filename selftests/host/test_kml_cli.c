@@ -5,7 +5,10 @@
  * the module, else both insmods in their order); and every client, run
  * here without its module, keeps the same rules: --version/-V, --help/-h
  * and `help` on stdout with status 0 wherever they stand, status 2 with
- * a reason for a usage error, the global options anywhere on the line.
+ * a reason for a usage error, the global options anywhere on the line;
+ * and so does every command of every client (the table `commands`, which
+ * must have a row for each command a client's --help lists): its own
+ * help, and status 2 for its bad words before any device is opened.
  */
 #include <stdio.h>
 #include <string.h>
@@ -180,7 +183,7 @@ TEST(every_client_says_its_version)
 
 TEST(every_client_helps_on_stdout_from_anywhere)
 {
-	static const char *const ways[] = { "--help", "-h", "help", "help list", "list --help" };
+	static const char *const ways[] = { "--help", "-h", "help", "help -j", "list --help" };
 	static char out[4096], err[4096], want[64];
 
 	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
@@ -203,6 +206,13 @@ TEST(usage_errors_exit_2_with_a_reason_under_the_clients_name)
 		ASSERT_EQ(2, run(clients[i], "--no-such-option", out, err)) TH_LOG("%s", clients[i]);
 		ASSERT_TRUE(err == strstr(err, want)) TH_LOG("%s", err);
 		ASSERT_NE(NULL, strstr(err, "no-such-option")) TH_LOG("%s", err);
+		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
+		/* help for a command the client does not have: every client */
+		ASSERT_EQ(2, run(clients[i], "help nosuch", out, err)) TH_LOG("%s", clients[i]);
+		ASSERT_TRUE(err == strstr(err, want)) TH_LOG("%s", err);
+		ASSERT_NE(NULL, strstr(err, "unknown command 'nosuch'")) TH_LOG("%s", err);
+		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
+		ASSERT_STREQ("", out);
 		if (!strcmp(clients[i], "kml-stats"))
 			continue;	/* a word is a filter there, not a command */
 		ASSERT_EQ(2, run(clients[i], "no-such-command", out, err)) TH_LOG("%s", clients[i]);
@@ -211,6 +221,111 @@ TEST(usage_errors_exit_2_with_a_reason_under_the_clients_name)
 		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
 		ASSERT_EQ(2, run(clients[i], "", out, err)) TH_LOG("%s: no command", clients[i]);
 		ASSERT_NE(NULL, strstr(err, "no command given")) TH_LOG("%s", err);
+	}
+}
+
+/*
+ * Every command of every client, with a line that is wrong in its own
+ * words (a bad number, an unknown option or word): a command missing
+ * here fails every_command_helps, one whose error is found only after
+ * the device is opened fails command_errors_exit_2_before_any_device.
+ */
+static const struct {
+	const char *client, *cmd, *bad;
+} commands[] = {
+	{ "kml-stats", "reset", "reset --bogus" },
+	{ "kml-sensor", "info", "info --bogus" },
+	{ "kml-sensor", "read", "read 2x" },
+	{ "kml-sensor", "watch", "watch -c 2x" },
+	{ "kml-sensor", "alarm", "alarm set 0 cold 30" },
+	{ "kml-sensor", "wait", "wait --seconds 2x" },
+	{ "kml-sensor", "period", "period 2x" },
+	{ "kml-sensor", "inject", "inject 0 hot" },
+	{ "kml-sensor", "reset", "reset --bogus" },
+	{ "kml-probe", "attach", "attach vfs_read --args abc" },
+	{ "kml-probe", "detach", "detach vfs_read --bogus" },
+	{ "kml-probe", "list", "list --bogus" },
+	{ "kml-probe", "hist", "hist -w abc vfs_read" },
+	{ "kml-probe", "reset", "reset --bogus" },
+	{ "kml-probe", "call", "call 2x 0" },
+	{ "kml-probe", "record", "record -d 2x vfs_read" },
+	{ "kml-probe", "report", "report --top abc" },
+	{ "kml-ring", "stat", "stat --bogus" },
+	{ "kml-ring", "produce", "produce --size 2x" },
+	{ "kml-ring", "consume", "consume --seconds 2x" },
+	{ "kml-filter", "list", "list --bogus" },
+	{ "kml-filter", "add", "add --at 2x drop" },
+	{ "kml-filter", "del", "del drop sctp" },
+	{ "kml-filter", "flush", "flush --bogus" },
+	{ "kml-filter", "policy", "policy maybe" },
+	{ "kml-filter", "load", "load --bogus" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int has_row(const char *client, const char *cmd)
+{
+	for (unsigned int k = 0; k < NCOMMANDS; k++)
+		if (!strcmp(commands[k].client, client) && !strcmp(commands[k].cmd, cmd))
+			return 1;
+	return 0;
+}
+
+/*
+ * A client's commands, as its --help lists them ("  NAME ..." lines, as
+ * make lint reads them), each with its own help: a new command without
+ * a row in commands[] fails here, and so does one without help.
+ */
+TEST(every_command_helps)
+{
+	static const char *const ways[] = { "help %s", "%s --help", "%s -h", "-j help %s" };
+	static char out[4096], err[4096], want[64], args[64];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		ASSERT_EQ(0, run(clients[i], "--help", out, err));
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+			char name[32];
+
+			if (strncmp(l, "  ", 2) || l[2] < 'a' || l[2] > 'z' ||
+			    sscanf(l, " %31[a-z-]", name) != 1 ||
+			    (l[2 + strlen(name)] && l[2 + strlen(name)] != ' '))
+				continue;
+			EXPECT_TRUE(has_row(clients[i], name))
+				TH_LOG("%s %s: no row in commands[]", clients[i], name);
+		}
+	}
+	for (unsigned int k = 0; k < NCOMMANDS; k++) {
+		/* its own synopsis, not the client's: "usage: kml-x CMD" */
+		snprintf(want, sizeof(want), "usage: %s %s", commands[k].client, commands[k].cmd);
+		for (unsigned int w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+			snprintf(args, sizeof(args), ways[w], commands[k].cmd);
+			EXPECT_EQ(0, run(commands[k].client, args, out, err))
+				TH_LOG("%s %s: %s", commands[k].client, args, err);
+			EXPECT_TRUE(out == strstr(out, want) &&
+				    (out[strlen(want)] == ' ' || out[strlen(want)] == '\n'))
+				TH_LOG("%s %s: %s", commands[k].client, args, out);
+			EXPECT_STREQ("", err);
+		}
+	}
+}
+
+/* The host has no module: "not loaded" means the words were checked too late. */
+TEST(command_errors_exit_2_before_any_device)
+{
+	static char out[4096], err[4096], want[64], hint[64];
+
+	for (unsigned int k = 0; k < NCOMMANDS; k++) {
+		const char *c = commands[k].client;
+
+		snprintf(want, sizeof(want), "%s: ", c);
+		snprintf(hint, sizeof(hint), "(try '%s help %s')\n", c, commands[k].cmd);
+		EXPECT_EQ(2, run(c, commands[k].bad, out, err))
+			TH_LOG("%s %s: %s", c, commands[k].bad, err);
+		EXPECT_TRUE(err == strstr(err, want)) TH_LOG("%s", err);
+		EXPECT_EQ(1, lines(err)) TH_LOG("%s %s: %s", c, commands[k].bad, err);
+		EXPECT_NE(NULL, strstr(err, hint)) TH_LOG("%s %s: %s", c, commands[k].bad, err);
+		EXPECT_EQ(NULL, strstr(err, "not loaded")) TH_LOG("%s", err);
+		EXPECT_STREQ("", out);
 	}
 }
 

@@ -1369,8 +1369,9 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_NE(NULL, strstr(out, "kml_filter_rules:4: reversed port range '90-80' (nothing changed)"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(2, info_of(self->fa).nrules);
-	EXPECT_EQ(1, CLIENT("add drop sctp"));
-	EXPECT_STREQ("kml-filter: bad rule: unknown word 'sctp'\n", out);
+	/* a usage error, found before the device is opened: status 2 */
+	EXPECT_EQ(2, CLIENT("add drop sctp"));
+	EXPECT_STREQ("kml-filter: bad rule: unknown word 'sctp' (try 'kml-filter help add')\n", out);
 
 	EXPECT_EQ(0, CLIENT("del 1"));
 	EXPECT_EQ(0, CLIENT("del drop in udp dport 9000"));

@@ -1509,7 +1509,7 @@ TEST_F_TIMEOUT(probe, client, 300)
 	EXPECT_NE(NULL, strstr(out, "no such kernel function")) TH_LOG("%s", out);
 	EXPECT_EQ(1, CLIENT("detach " TARGET));
 	EXPECT_NE(NULL, strstr(out, "is not attached")) TH_LOG("%s", out);
-	EXPECT_EQ(1, CLIENT("attach " TARGET " --args 9"));
+	EXPECT_EQ(2, CLIENT("attach " TARGET " --args 9"));	/* usage error */
 	EXPECT_EQ(1, CLIENT("attach " TARGET " --pid 1073741807"));
 	EXPECT_NE(NULL, strstr(out, "no such process")) TH_LOG("%s", out);
 	EXPECT_EQ(2, CLIENT("bogus"));

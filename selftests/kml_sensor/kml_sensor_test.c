@@ -1482,10 +1482,10 @@ TEST_F_TIMEOUT(dev, client, 300)
 	/* Errors: one line, non-zero. */
 	EXPECT_EQ(1, CLIENT("read 9"));
 	EXPECT_NE(NULL, strstr(out, "bad channel")) TH_LOG("%s", out);
-	EXPECT_EQ(1, CLIENT("alarm set 0 10 5"));
+	EXPECT_EQ(2, CLIENT("alarm set 0 10 5"));	/* usage errors: 2 */
 	EXPECT_EQ(1, CLIENT("period 5"));
 	EXPECT_NE(NULL, strstr(out, "invalid argument")) TH_LOG("%s", out);
-	EXPECT_EQ(1, CLIENT("inject 0 hot"));
+	EXPECT_EQ(2, CLIENT("inject 0 hot"));
 	EXPECT_EQ(2, CLIENT("frobnicate"));
 	{
 		const char *bin = getenv("KMODLAB_BIN");
