@@ -77,11 +77,28 @@ fi
 # line of its COMMANDS section starts with the command), so a new
 # command without documentation fails here. Needs the clients built
 # (the step above).
+version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+# One release everywhere: dkms.conf's (the modules, --version) is also the
+# Debian package's, whose /usr/src/kmodlab-VERSION DKMS must find.
+deb_version=$(sed -n '1s/^kmodlab (\(.*\)) .*/\1/p' debian/changelog)
+if [[ $deb_version == "$version" ]]; then
+	ok "release $version: dkms.conf and debian/changelog agree"
+else
+	bad "release: dkms.conf says $version, debian/changelog '$deb_version' (add an entry: dch -v $version)"
+fi
 man_bad=$(
 	for f in man/*.[1-9]; do
 		w=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 \
 			"$f" 2>&1 > /dev/null; groff -man -ww -z "$f" 2>&1)
 		[[ -z $w ]] || printf '%s:\n%s\n' "$f" "$w"
+		# .TH carries the release (dkms.conf's, as --version and the
+		# packages do) and a date no older than the page's last commit
+		read -r _ _ _ date rel < <(sed -n 's/"//g; /^\.TH /{p;q}' "$f")
+		[[ $rel == "kmodlab $version "* ]] ||
+			echo "$f: .TH says '${rel% *}', the release is kmodlab $version (dkms.conf)"
+		last=$(git log -1 --format=%cs -- "$f" 2>/dev/null)
+		[[ -z $last || ! $date < $last ]] ||
+			echo "$f: .TH date $date is older than the page's last change ($last): update it"
 	done
 	for c in kml-stats kml-sensor kml-probe kml-ring kml-filter; do
 		page=man/$c.1
@@ -97,10 +114,10 @@ man_bad=$(
 		done
 	done)
 if [[ -z $man_bad ]]; then
-	ok "man pages: man --warnings and groff -ww clean, every client command documented"
+	ok "man pages: man --warnings and groff -ww clean, every client command documented, .TH release and date current"
 else
 	echo "$man_bad"
-	bad "man pages: man --warnings and groff -ww clean, every client command documented"
+	bad "man pages: man --warnings and groff -ww clean, every client command documented, .TH release and date current"
 fi
 
 if cppcheck --quiet --enable=warning,performance,portability --std=c11 \

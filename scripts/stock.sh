@@ -146,6 +146,21 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	((rc == 0)) && ok "stock $abi $name: passed, kernel log clean, powered off" ||
 		bad "stock $abi $name: vm-run exited $rc (see $out)"
 }
+# The Debian packages (`make deb`, lintian-clean) installed with dpkg,
+# DKMS building the modules against this kernel's headers, then used and
+# removed on this kernel in a guest (scripts/deb-install.sh).
+if make -s deb > "$repo/build/stock-deb.log" 2>&1; then
+	ok "make deb: kmodlab-dkms and kmodlab built, lintian clean"
+	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" > "$repo/build/stock-deb-install.log" 2>&1
+	grep -E '^(PASS|FAIL): ' "$repo/build/stock-deb-install.log"
+	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-deb-install.log")
+	[[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] || { p=0 f=0; bad "packages: no result line"; }
+	pass=$((pass + p)) fail=$((fail + f))
+else
+	tail -20 "$repo/build/stock-deb.log"
+	bad "make deb (see build/stock-deb.log)"
+fi
+
 run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \
 	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
 	"kml_filter_test:-T ${frace#*.} -F trace" "kml_probe_test:-F $ptext -F trace"
