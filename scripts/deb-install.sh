@@ -16,8 +16,9 @@
 # DKMS builds at host speed: the same build in the guest takes 14 min of
 # one-thread TCG.
 # Part 2, in the stock kernel's guest (scripts/guest/deb-check.sh): the
-# same changes over the guest's system, then modprobe, the clients, and
-# `dpkg -r`. Prints "N passed, N failed".
+# same changes over the guest's system, then modprobe and the clients.
+# Part 3, here again: `dpkg -r` in the same overlay. Prints "N passed, N
+# failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -30,31 +31,38 @@ finish() {
 	exit $((fail ? 1 : 0))
 }
 
+# Runs the bash code $1 in a chroot of the overlay, in a mount namespace
+# of its own (so no mount outlives it): in_root CMD... runs CMD there.
+overlay() {
+	# shellcheck disable=SC2016
+	unshare -m bash -euo pipefail -c '
+		pkg=$1 stock=$2 root=$1/root
+		mount -t overlay overlay -o "lowerdir=/,upperdir=$pkg/up,workdir=$pkg/work" "$root"
+		mount -t overlay overlay \
+			-o "lowerdir=$stock/lib/modules:/lib/modules,upperdir=$pkg/mup,workdir=$pkg/mwork" \
+			"$root/lib/modules"
+		mount --rbind /dev "$root/dev"
+		mount --rbind /sys "$root/sys"
+		mount -t proc proc "$root/proc"
+		mount -t tmpfs tmpfs "$root/tmp"
+		mount -t tmpfs tmpfs "$root/run"
+		in_root() {
+			chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+				HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+		}
+		shift 2
+		eval "$1"
+	' deb-install "$pkg" "$stock" "$@"
+}
+
 rm -rf "$pkg"
 mkdir -p "$pkg"/{up,work,mup,mwork,root}
+# man-db would rebuild its whole index: not what this is about
 # shellcheck disable=SC2016
-if unshare -m bash -euo pipefail -c '
-	pkg=$1 stock=$2 abi=$3 debs=$4 root=$1/root
-	mount -t overlay overlay -o "lowerdir=/,upperdir=$pkg/up,workdir=$pkg/work" "$root"
-	mount -t overlay overlay \
-		-o "lowerdir=$stock/lib/modules:/lib/modules,upperdir=$pkg/mup,workdir=$pkg/mwork" \
-		"$root/lib/modules"
-	mount --rbind /dev "$root/dev"
-	mount --rbind /sys "$root/sys"
-	mount -t proc proc "$root/proc"
-	mount -t tmpfs tmpfs "$root/tmp"
-	mount -t tmpfs tmpfs "$root/run"
-	# man-db would rebuild its whole index: not what this is about
-	rm -f "$root/var/lib/man-db/auto-update"
-	in_root() {
-		chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
-	}
-	in_root dpkg -i "$debs"/kmodlab-dkms_*_all.deb \
-		"$debs"/kmodlab_*_"$(dpkg --print-architecture)".deb
-	in_root /etc/kernel/header_postinst.d/dkms "$abi"
-	in_root dkms status kmodlab
-' deb-install "$pkg" "$stock" "$abi" "$repo/build/deb" > "$pkg/install.log" 2>&1 &&
+if overlay 'rm -f "$root/var/lib/man-db/auto-update"
+	    in_root dpkg -i "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab_*_"$(dpkg --print-architecture)".deb
+	    in_root /etc/kernel/header_postinst.d/dkms "$3"
+	    in_root dkms status kmodlab' "$repo/build/deb" "$abi" > "$pkg/install.log" 2>&1 &&
    grep -q "^kmodlab/.*, $abi, .*: installed" "$pkg/install.log"; then
 	ok "dpkg -i kmodlab-dkms kmodlab; DKMS built and installed the modules for $abi"
 else
@@ -62,7 +70,6 @@ else
 	bad "dpkg -i kmodlab-dkms kmodlab and DKMS for $abi (see $pkg/install.log)"
 	finish
 fi
-rmdir "$pkg/root"
 
 out=$repo/build/vm/stock-$abi-deb
 # One-thread TCG: loading and unloading the modules flips this kernel's
@@ -79,6 +86,21 @@ if [[ -s $out/deb.tap ]]; then
 else
 	bad "the packages' guest produced no TAP output (see $out)"
 fi
-((rc == 0)) && ok "packages on $abi: installed, used, removed; kernel log clean" ||
+((rc == 0)) && ok "packages on $abi: used in its guest; kernel log clean" ||
 	bad "packages on $abi: vm-run exited $rc (see $out)"
+
+# Removing them (here: DKMS's removal does not depend on the kernel that
+# runs, and its depmod over the stock kernel's 3000 modules takes minutes
+# of TCG) takes the modules, their sources and DKMS's tree, and the clients.
+# shellcheck disable=SC2016
+if overlay 'in_root dpkg -r kmodlab kmodlab-dkms
+	    if in_root dkms status kmodlab | grep .; then exit 1; fi
+	    if find "$root/lib/modules/$2" "$root/usr/src" "$root/var/lib/dkms" \
+		"$root/usr/bin" "$root/usr/include/linux" -name "kml*" | grep .; then exit 1; fi' "$abi" \
+	> "$pkg/remove.log" 2>&1; then
+	ok "dpkg -r kmodlab kmodlab-dkms: no module, source, DKMS tree or client left"
+else
+	cat "$pkg/remove.log"
+	bad "dpkg -r kmodlab kmodlab-dkms (see $pkg/remove.log)"
+fi
 finish
