@@ -10,9 +10,9 @@
 # go to PKG_DIR/up) whose /lib/modules also holds the stock kernel's own
 # modules (PKG_DIR/mup), so the install and depmod see what a machine
 # running that kernel has. In a chroot there, `dpkg -i` installs both
-# packages, and the kernel headers' postinst hook (/etc/kernel/
-# header_postinst.d/dkms, what apt runs when linux-headers-ABI arrives)
-# has DKMS build and install the modules against the stock headers.
+# packages, and kmodlab-dkms's postinst has DKMS build and install the
+# modules for every kernel whose headers are installed, the stock one
+# among them.
 # DKMS builds at host speed: the same build in the guest takes 14 min of
 # one-thread TCG.
 # Part 2, in the stock kernel's guest (scripts/guest/deb-check.sh): the
@@ -22,7 +22,10 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-stock=$1 abi=$2 pkg=$3
+stock=${1:?usage: deb-install.sh STOCK_DIR ABI PKG_DIR} abi=${2:?} pkg=${3:?}
+# PKG_DIR is emptied: never the root, never a relative surprise
+pkg=$(realpath -m "$pkg")
+[[ $pkg != / && -d $stock/lib/modules/$abi ]] || { echo "deb-install.sh: bad arguments" >&2; exit 2; }
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "PASS: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
@@ -58,11 +61,16 @@ overlay() {
 rm -rf "$pkg"
 mkdir -p "$pkg"/{up,work,mup,mwork,root}
 # man-db would rebuild its whole index: not what this is about
+# The lower layer is this system's root filesystem alone: a /usr or /var
+# mounted apart would be missing from it.
+for d in /usr /var /lib; do
+	[[ $(findmnt -n -o TARGET --target "$d") == / ]] ||
+		{ bad "$d is a mount of its own: the overlay of / would miss it"; finish; }
+done
 # shellcheck disable=SC2016
 if overlay 'rm -f "$root/var/lib/man-db/auto-update"
 	    in_root dpkg -i "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab_*_"$(dpkg --print-architecture)".deb
-	    in_root /etc/kernel/header_postinst.d/dkms "$3"
-	    in_root dkms status kmodlab' "$repo/build/deb" "$abi" > "$pkg/install.log" 2>&1 &&
+	    in_root dkms status kmodlab' "$repo/build/deb" > "$pkg/install.log" 2>&1 &&
    grep -q "^kmodlab/.*, $abi, .*: installed" "$pkg/install.log"; then
 	ok "dpkg -i kmodlab-dkms kmodlab; DKMS built and installed the modules for $abi"
 else
@@ -95,8 +103,9 @@ fi
 # shellcheck disable=SC2016
 if overlay 'in_root dpkg -r kmodlab kmodlab-dkms
 	    if in_root dkms status kmodlab | grep .; then exit 1; fi
-	    if find "$root/lib/modules/$2" "$root/usr/src" "$root/var/lib/dkms" \
-		"$root/usr/bin" "$root/usr/include/linux" -name "kml*" | grep .; then exit 1; fi' "$abi" \
+	    left=$(find "$root/lib/modules/$2" "$root/usr/src" "$root/var/lib/dkms" \
+		"$root/usr/bin" "$root/usr/include/linux" -name "kml*" 2>&1)
+	    [[ -z $left ]] || { echo "left: $left"; exit 1; }' "$abi" \
 	> "$pkg/remove.log" 2>&1; then
 	ok "dpkg -r kmodlab kmodlab-dkms: no module, source, DKMS tree or client left"
 else

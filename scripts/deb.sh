@@ -5,8 +5,8 @@
 #   kmodlab-dkms  the modules' sources; DKMS builds them for each kernel
 #                 with headers installed (dkms.conf is the recipe)
 #   kmodlab       clients, uapi headers, man pages, completion, udev rule
-# The build runs in a copy of the tree (what git tracks, plus new files it
-# does not ignore) under build/deb/, never in the working tree; the
+# The build runs in a copy of what git tracks (as the working tree has
+# it: no stray file of the tree ends up in a package) under build/deb/; the
 # packages land in build/deb/. Ends with lintian's verdict: any warning
 # or error fails.
 set -euo pipefail
@@ -28,7 +28,7 @@ out=$repo/build/deb
 src=$out/kmodlab-$version
 rm -rf "$out"
 mkdir -p "$src"
-git ls-files -z --cached --others --exclude-standard |
+git ls-files -z --cached |
 	while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
 	cpio -pdm0 --quiet "$src"
 echo "deb.sh: building in $src (log: $out/build.log)"

@@ -32,8 +32,9 @@ done < <(find modules uapi -name '*.[ch]' | sort)
 # Licences (LICENSE): every source and script says which in its first
 # lines: GPL-2.0, or for the uapi headers GPL-2.0 WITH Linux-syscall-note.
 # Data files are exempt (kernel config fragments: their text keys the
-# kernel cache; fuzz corpora; docs).
-spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore$|/corpus/|^scripts/kconfig/' |
+# kernel cache; fuzz corpora; docs; Debian's packaging data, whose formats
+# are fixed, and whose debian/copyright states the licences itself).
+spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore$|/corpus/|^scripts/kconfig/|^debian/(changelog|control|copyright|source/format|.*\.dkms|.*\.lintian-overrides)$' |
 	while IFS= read -r f; do
 		want='GPL-2.0'
 		[[ $f == uapi/* ]] && want='GPL-2.0 WITH Linux-syscall-note'
@@ -96,6 +97,8 @@ man_bad=$(
 		read -r _ _ _ date rel < <(sed -n 's/"//g; /^\.TH /{p;q}' "$f")
 		[[ $rel == "kmodlab $version "* ]] ||
 			echo "$f: .TH says '${rel% *}', the release is kmodlab $version (dkms.conf)"
+		[[ $date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] ||
+			echo "$f: .TH date '$date' is not YYYY-MM-DD"
 		last=$(git log -1 --format=%cs -- "$f" 2>/dev/null)
 		[[ -z $last || ! $date < $last ]] ||
 			echo "$f: .TH date $date is older than the page's last change ($last): update it"

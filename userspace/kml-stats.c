@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,13 +294,14 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			interval = strtod(optarg, &end);
-			if (*end || !(interval > 0 && interval <= 86400))
+			/* below 10 ms, watching would be busy-polling /proc */
+			if (*end || !(interval >= 0.01 && interval <= 86400))
 				kml_usage_error("bad interval '%s': give seconds, e.g. -w 1",
 						optarg);
 			break;
 		case 'c':
-			count = strtol(optarg, &end, 10);
-			if (*end || count < 1)
+			count = kml_arg_number(optarg, INT_MAX, "count");
+			if (count < 1)
 				kml_usage_error("bad count '%s': give a positive number",
 						optarg);
 			break;

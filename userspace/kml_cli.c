@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -31,11 +32,32 @@ static unsigned long long number(const char *s, unsigned long long max,
 	char *end;
 	unsigned long long v;
 
+	/*
+	 * strtoull() alone would take " 12", "+12", "-1" (as a huge value)
+	 * and "010" (as octal 8): a digit must come first, and only 0x
+	 * switches the base.
+	 */
+	int base = 10;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!isxdigit((unsigned char)s[0]) || (base == 10 && !isdigit((unsigned char)s[0])))
+		fail("bad %s '%s'", what, base == 16 ? s - 2 : s);
 	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end || !*s || *s == '-' || v > max)
-		fail("bad %s '%s'", what, s);
+	v = strtoull(s, &end, base);
+	if (errno || *end || v > max)
+		fail("bad %s '%s'", what, base == 16 ? s - 2 : s);
 	return v;
+}
+
+/* A failed write to stdout (a full disk, a closed pipe) is an error. */
+static void exit_ok(void)
+{
+	if (fflush(stdout) || ferror(stdout))
+		kml_die("cannot write the output: %s", strerror(errno));
+	exit(0);
 }
 
 /* A number the client was given at run time, or a one-line error (1). */
@@ -168,7 +190,7 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 			help = help_word = 1;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
 			printf("%s (kmodlab) %s\n", kml_prog, KML_VERSION);
-			exit(0);
+			exit_ok();
 		} else {
 			/*
 			 * The first word that names a command is the command:
@@ -189,11 +211,11 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 	}
 	if (help && kml_cmd) {
 		cmd_usage(kml_cmd);
-		exit(0);
+		exit_ok();
 	}
 	if (help) {
 		usage(stdout);
-		exit(0);
+		exit_ok();
 	}
 }
 

@@ -135,25 +135,31 @@ static const char *const clients[] = {
 /* Runs "<client> <args>"; its status, stdout in @out, stderr in @err. */
 static int run(const char *client, const char *args, char *out, char *err)
 {
-	char cmd[1024];
+	char cmd[1024], errf[] = "/tmp/kml_cli_err.XXXXXX";
 	FILE *f;
 	size_t n;
-	int st;
+	int st, fd;
 
-	snprintf(cmd, sizeof(cmd), "KML_SENSOR_DEVICE=/nonexistent KML_FILTER_DEVICE=/nonexistent "
-		 "KMODLAB_PROC_DIR=/nonexistent %s/%s %s 2>/tmp/kml_cli_err", KML_BIN_DIR,
-		 client, args);
-	f = popen(cmd, "r");
-	if (!f)
+	/* a private file (not a fixed name another user could plant) */
+	fd = mkstemp(errf);
+	if (fd < 0)
 		return -1;
+	snprintf(cmd, sizeof(cmd), "KML_SENSOR_DEVICE=/nonexistent KML_FILTER_DEVICE=/nonexistent "
+		 "KMODLAB_PROC_DIR=/nonexistent '%s/%s' %s 2>%s", KML_BIN_DIR,
+		 client, args, errf);
+	f = popen(cmd, "r");
+	if (!f) {
+		close(fd);
+		unlink(errf);
+		return -1;
+	}
 	n = fread(out, 1, 4095, f);
 	out[n] = '\0';
 	st = pclose(f);
-	f = fopen("/tmp/kml_cli_err", "r");
-	n = f ? fread(err, 1, 4095, f) : 0;
-	err[n] = '\0';
-	if (f)
-		fclose(f);
+	n = read(fd, err, 4095);
+	err[n > 4095 ? 0 : n] = '\0';
+	close(fd);
+	unlink(errf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -221,6 +227,40 @@ TEST(usage_errors_exit_2_with_a_reason_under_the_clients_name)
 		ASSERT_EQ(1, lines(err)) TH_LOG("%s", err);
 		ASSERT_EQ(2, run(clients[i], "", out, err)) TH_LOG("%s: no command", clients[i]);
 		ASSERT_NE(NULL, strstr(err, "no command given")) TH_LOG("%s", err);
+	}
+}
+
+/*
+ * Numbers are decimal, or hex after 0x: not octal (010 is ten), and no
+ * sign or space first (strtoull() would read " -1" as 2^64 - 1).
+ */
+TEST(numbers_are_decimal_or_hex_and_nothing_else)
+{
+	static const char *const bad[] = { "' -1'", "+1", "-1", "0x", "''", "1e3", "0x1g",
+					   "18446744073709551616" };
+	static char out[4096], err[4096], line[64];
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line), "produce --count %s", bad[i]);
+		ASSERT_EQ(2, run("kml-ring", line, out, err)) TH_LOG("%s: %s", line, err);
+		ASSERT_NE(NULL, strstr(err, "bad --count")) TH_LOG("%s", err);
+	}
+	/* accepted as numbers: the next thing said is that the module is missing */
+	ASSERT_EQ(1, run("kml-ring", "produce --count 010", out, err));
+	ASSERT_EQ(1, run("kml-ring", "produce --count 0X1f", out, err));
+	ASSERT_EQ(2, run("kml-stats", "-w 1 -c 99999999999999999999", out, err)) TH_LOG("%s", err);
+	ASSERT_EQ(2, run("kml-stats", "-w 0.001", out, err)) TH_LOG("%s", err);
+}
+
+/* Output that cannot be written is an error, not a silent success. */
+TEST(a_failed_write_of_help_or_version_is_an_error)
+{
+	static char out[4096], err[4096];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		ASSERT_EQ(1, run(clients[i], "--help >/dev/full", out, err)) TH_LOG("%s", clients[i]);
+		ASSERT_NE(NULL, strstr(err, "cannot write")) TH_LOG("%s", err);
+		ASSERT_EQ(1, run(clients[i], "--version >/dev/full", out, err)) TH_LOG("%s", clients[i]);
 	}
 }
 
