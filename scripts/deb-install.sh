@@ -69,13 +69,14 @@ for d in /usr /var /lib; do
 done
 # shellcheck disable=SC2016
 if overlay 'rm -f "$root/var/lib/man-db/auto-update"
-	    in_root dpkg -i "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab_*_"$(dpkg --print-architecture)".deb
+	    in_root dpkg -i "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab-dev_*_all.deb \
+		"$2"/kmodlab_*_"$(dpkg --print-architecture)".deb
 	    in_root dkms status kmodlab' "$repo/build/deb" > "$pkg/install.log" 2>&1 &&
    grep -q "^kmodlab/.*, $abi, .*: installed" "$pkg/install.log"; then
-	ok "dpkg -i kmodlab-dkms kmodlab; DKMS built and installed the modules for $abi"
+	ok "dpkg -i kmodlab-dkms kmodlab-dev kmodlab; DKMS built and installed the modules for $abi"
 else
 	tail -30 "$pkg/install.log"
-	bad "dpkg -i kmodlab-dkms kmodlab and DKMS for $abi (see $pkg/install.log)"
+	bad "dpkg -i kmodlab-dkms kmodlab-dev kmodlab and DKMS for $abi (see $pkg/install.log)"
 	finish
 fi
 
@@ -101,15 +102,15 @@ fi
 # runs, and its depmod over the stock kernel's 3000 modules takes minutes
 # of TCG) takes the modules, their sources and DKMS's tree, and the clients.
 # shellcheck disable=SC2016
-if overlay 'in_root dpkg -r kmodlab kmodlab-dkms
+if overlay 'in_root dpkg -r kmodlab kmodlab-dev kmodlab-dkms
 	    if in_root dkms status kmodlab | grep .; then exit 1; fi
 	    left=$(find "$root/lib/modules/$2" "$root/usr/src" "$root/var/lib/dkms" \
 		"$root/usr/bin" "$root/usr/include/linux" -name "kml*" 2>&1)
 	    [[ -z $left ]] || { echo "left: $left"; exit 1; }' "$abi" \
 	> "$pkg/remove.log" 2>&1; then
-	ok "dpkg -r kmodlab kmodlab-dkms: no module, source, DKMS tree or client left"
+	ok "dpkg -r kmodlab kmodlab-dev kmodlab-dkms: no module, source, DKMS tree, header or client left"
 else
 	cat "$pkg/remove.log"
-	bad "dpkg -r kmodlab kmodlab-dkms (see $pkg/remove.log)"
+	bad "dpkg -r kmodlab kmodlab-dev kmodlab-dkms (see $pkg/remove.log)"
 fi
 finish

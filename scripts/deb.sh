@@ -4,7 +4,8 @@
 # dh-dkms), checked by lintian.
 #   kmodlab-dkms  the modules' sources; DKMS builds them for each kernel
 #                 with headers installed (dkms.conf is the recipe)
-#   kmodlab       clients, uapi headers, man pages, completion, udev rule
+#   kmodlab       clients, man pages, completion, udev rule
+#   kmodlab-dev   the uapi headers (<linux/kml_*.h>)
 # The build runs in a copy of what git tracks (as the working tree has
 # it: no stray file of the tree ends up in a package) under build/deb/; the
 # packages land in build/deb/. Ends with lintian's verdict: any warning

@@ -116,11 +116,11 @@ _kml_used()
 _kml_stats_complete()
 {
 	case $prev in
-	-w | --watch | -c | --count) return ;;
+	-w | --watch | --interval | -c | --count) return ;;
 	esac
-	_kml_parse '-w --watch -c --count'
+	_kml_parse '-w --watch --interval -c --count'
 	if [[ $cur == -* ]]; then
-		_kml_reply "$_kml_common_opts -w --watch -c --count"
+		_kml_reply "$_kml_common_opts -w --watch --interval -c --count"
 		return
 	fi
 	case $cmd in

@@ -129,7 +129,8 @@ t filter_list_verbose '-v' kml-filter list -v
 t filter_help_commands 'list add del flush policy load' kml-filter help ''
 
 t stats_json '--json' kml-stats --j
-t stats_options '--json --help --version --watch --count' kml-stats --
+t stats_options '--json --help --version --watch --interval --count' kml-stats --
+t stats_interval_takes_a_value '' kml-stats --interval ''
 t stats_reset_sets 'demo kml_stats kp.vfs_read' kml-stats reset ''
 t stats_reset_set_prefix 'kml_stats kp.vfs_read' kml-stats reset k
 t stats_reset_after_options 'demo' kml-stats -j -w 1 reset d
