@@ -264,7 +264,18 @@ _kml_ring_complete()
 		return
 	fi
 	case $cmd in
-	'') _kml_reply "$cmds" ;;
+	'')
+		# `help` is a command only as the first word (--json aside):
+		# kml-ring --pages 4 help is a usage error
+		local i first=1
+		for ((i = 1; i < COMP_CWORD; i++)); do
+			[[ ${COMP_WORDS[i]} == -j || ${COMP_WORDS[i]} == --json ]] || first=0
+		done
+		if ((first)); then
+			_kml_reply "$cmds"
+		else
+			_kml_reply "${cmds% help}"
+		fi ;;
 	help) ((COMP_CWORD == cmd_i + 1)) && _kml_reply "${cmds% help}" ;;
 	esac
 }

@@ -152,6 +152,8 @@ t ring_commands 'stat produce consume help' kml-ring ''
 t ring_produce_options '--size --seconds' kml-ring produce --s
 t ring_consume_options '--seconds' kml-ring consume --s
 t ring_option_before_command 'consume' kml-ring --pages 8 c
+t ring_no_help_after_an_option 'stat produce consume' kml-ring --pages 8 ''
+t ring_help_after_json 'stat produce consume help' kml-ring --json ''
 t ring_option_value_not_completed '' kml-ring produce --rate ''
 t ring_help_commands 'stat produce consume' kml-ring help ''
 
