@@ -179,6 +179,14 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 	for (i = 1; i < *argc; i++) {
 		const char *a = argv[i];
 
+		/*
+		 * `kml-x -- COMMAND`: a -- before a command word ends no
+		 * option, so it goes (kept before an operand that starts
+		 * with '-': kml-stats -- -x filters on "-x").
+		 */
+		if (!rest && n == 1 && !strcmp(a, "--") && i + 1 < *argc &&
+		    argv[i + 1][0] != '-')
+			continue;
 		if (rest || !strcmp(a, "--")) {
 			rest = 1;
 			argv[n++] = argv[i];

@@ -252,6 +252,24 @@ TEST(numbers_are_decimal_or_hex_and_nothing_else)
 	ASSERT_EQ(2, run("kml-stats", "-w 0.001", out, err)) TH_LOG("%s", err);
 }
 
+/* A -- before the command word is the same line without it. */
+TEST(a_leading_double_dash_changes_nothing)
+{
+	static char out[4096], err[4096];
+
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++) {
+		ASSERT_EQ(0, run(clients[i], "-- help", out, err)) TH_LOG("%s: %s", clients[i], err);
+		ASSERT_NE(NULL, strstr(out, "usage: ")) TH_LOG("%s", out);
+	}
+	/* a command, past the --: the next thing said is that the module is missing */
+	ASSERT_EQ(1, run("kml-probe", "-- list", out, err)) TH_LOG("%s", err);
+	ASSERT_NE(NULL, strstr(err, "not loaded")) TH_LOG("%s", err);
+	ASSERT_EQ(1, run("kml-sensor", "-- read", out, err)) TH_LOG("%s", err);
+	/* and before what looks like an option it still ends the options */
+	ASSERT_EQ(1, run("kml-stats", "-- --help", out, err)) TH_LOG("%s", err);
+	ASSERT_STREQ("", out);
+}
+
 /* Output that cannot be written is an error, not a silent success. */
 TEST(a_failed_write_of_help_or_version_is_an_error)
 {
