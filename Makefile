@@ -93,7 +93,7 @@ help:
 	@echo '                completion, for the running kernel (DESTDIR=, PREFIX=, KDIR=)'
 	@echo 'make install-userspace  the same without the modules: needs no kernel tree'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
-	@echo 'make deb            Debian packages: kmodlab-dkms and kmodlab (build/deb/, lintian-checked)'
+	@echo 'make deb            Debian packages: kmodlab-dkms, kmodlab, kmodlab-dev (build/deb/, lintian-checked)'
 
 kernel:
 	$(KSCRIPT) build
@@ -460,7 +460,7 @@ install-userspace: userspace
 		ln -sfn $(firstword $(CLIENTS)) $(DESTDIR)$(BASHCOMPDIR)/$$c; \
 	done
 
-# Debian packages (kmodlab-dkms, kmodlab) in build/deb/, lintian-checked
+# Debian packages (kmodlab-dkms, kmodlab, kmodlab-dev) in build/deb/, lintian-checked
 deb:
 	$(TOP)/scripts/deb.sh
 

@@ -9,8 +9,8 @@
 # Part 1, here on the host: a writable overlay of this system (its changes
 # go to PKG_DIR/up) whose /lib/modules also holds the stock kernel's own
 # modules (PKG_DIR/mup), so the install and depmod see what a machine
-# running that kernel has. In a chroot there, `dpkg -i` installs both
-# packages, and kmodlab-dkms's postinst has DKMS build and install the
+# running that kernel has. In a chroot there, `dpkg -i` installs the
+# three packages, and kmodlab-dkms's postinst has DKMS build and install the
 # modules for every kernel whose headers are installed, the stock one
 # among them.
 # DKMS builds at host speed: the same build in the guest takes 14 min of
@@ -60,13 +60,13 @@ overlay() {
 
 rm -rf "$pkg"
 mkdir -p "$pkg"/{up,work,mup,mwork,root}
-# man-db would rebuild its whole index: not what this is about
 # The lower layer is this system's root filesystem alone: a /usr or /var
 # mounted apart would be missing from it.
 for d in /usr /var /lib; do
 	[[ $(findmnt -n -o TARGET --target "$d") == / ]] ||
 		{ bad "$d is a mount of its own: the overlay of / would miss it"; finish; }
 done
+# (man-db would rebuild its whole index: not what this is about)
 # shellcheck disable=SC2016
 if overlay 'rm -f "$root/var/lib/man-db/auto-update"
 	    in_root dpkg -i "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab-dev_*_all.deb \

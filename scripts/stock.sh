@@ -150,7 +150,7 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 # DKMS building the modules against this kernel's headers, then used and
 # removed on this kernel in a guest (scripts/deb-install.sh).
 if make -s deb > "$repo/build/stock-deb.log" 2>&1; then
-	ok "make deb: kmodlab-dkms and kmodlab built, lintian clean"
+	ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
 	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" > "$repo/build/stock-deb-install.log" 2>&1
 	grep -E '^(PASS|FAIL): ' "$repo/build/stock-deb-install.log"
 	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-deb-install.log")

@@ -29,26 +29,26 @@ void kml_die(const char *fmt, ...)
 static unsigned long long number(const char *s, unsigned long long max,
 				 const char *what, void (*fail)(const char *fmt, ...))
 {
+	const char *digits = s;
 	char *end;
 	unsigned long long v;
+	int base = 10;
 
 	/*
 	 * strtoull() alone would take " 12", "+12", "-1" (as a huge value)
 	 * and "010" (as octal 8): a digit must come first, and only 0x
 	 * switches the base.
 	 */
-	int base = 10;
-
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
-		s += 2;
+		digits = s + 2;
 	}
-	if (!isxdigit((unsigned char)s[0]) || (base == 10 && !isdigit((unsigned char)s[0])))
-		fail("bad %s '%s'", what, base == 16 ? s - 2 : s);
+	if (base == 16 ? !isxdigit((unsigned char)digits[0]) : !isdigit((unsigned char)digits[0]))
+		fail("bad %s '%s'", what, s);
 	errno = 0;
-	v = strtoull(s, &end, base);
+	v = strtoull(digits, &end, base);
 	if (errno || *end || v > max)
-		fail("bad %s '%s'", what, base == 16 ? s - 2 : s);
+		fail("bad %s '%s'", what, s);
 	return v;
 }
 

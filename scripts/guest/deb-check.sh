@@ -53,9 +53,6 @@ mount -t overlay overlay -o lowerdir=/,upperdir=/run/ovl/up,workdir=/run/ovl/wor
 	mount -t sysfs sysfs $root/sys && mount -t tmpfs tmpfs $root/tmp &&
 	mount -t tmpfs tmpfs $root/run
 ok $? "a writable copy of the system to install into"
-# what udev and systemd would have made: bash's <(...), which DKMS uses,
-# opens /dev/fd/N
-[[ -e /dev/fd ]] || ln -s /proc/self/fd /dev/fd
 # The install's changes, but not its whiteouts (character devices 0/0:
 # files dpkg replaced), which only an overlay's own upper layer may hold.
 copy_in() { # $1 = changes, $2 = where
