@@ -21,6 +21,10 @@
  * old rules or all of the new ones, and nothing a packet holds is freed
  * under it. Counters are per CPU and per rule; after the grace period the
  * old set's counts are final and are carried over to the rules that stay.
+ * What the hook matches on it reads with skb_header_pointer() and checks
+ * before it believes it (kml_filter_logic.c): a raw socket's packet is
+ * whatever its sender wrote, and one the hook cannot parse must meet the
+ * policy, not slip past it.
  *
  * Configuration is an ioctl on /dev/kml_filter that acts on the network
  * namespace of whoever opened it, with CAP_NET_ADMIN checked against the

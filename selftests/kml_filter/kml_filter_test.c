@@ -1771,6 +1771,7 @@ struct xpkt {
 	__u16 frag;		/* IPv4 frag_off, IPv6 ip6f_offlg (host order) */
 	int bad_ext;		/* IPv6: a hop-by-hop header that is not there */
 	int version;		/* the IP version written, if not the family's */
+	int ihl;		/* IPv4: the header length written, if not 5 */
 	int plen_extra;		/* IPv6: bytes the payload length claims beyond it */
 };
 
@@ -1786,7 +1787,7 @@ static int xsend(int raw4, int raw6, const struct xpkt *p)
 		struct iphdr *ip = (struct iphdr *)buf;
 
 		ip->version = 4;
-		ip->ihl = 5;
+		ip->ihl = p->ihl ? p->ihl : 5;
 		ip->ttl = 64;
 		ip->protocol = p->proto;
 		ip->frag_off = htons(p->frag);
@@ -2048,6 +2049,15 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 	i1 = info_of(self->fd);
 	EXPECT_EQ(i0.policy_packets + nbad, i1.policy_packets);
 	EXPECT_EQ(m0 + (long long)nbad, filter_stat("malformed"));
+
+	/*
+	 * The other IPv4 checks cannot be reached this way: the socket
+	 * refuses a header under 20 bytes and writes tot_len itself
+	 * (raw_send_hdrinc()), and ip_rcv_core() drops such packets before
+	 * LOCAL_IN. The host tests cover them.
+	 */
+	EXPECT_EQ(-EINVAL, xsend(self->raw4, self->raw6,
+				 &(struct xpkt){ .proto = IPPROTO_UDP, .dport = 9, .ihl = 4 }));
 
 	/* a rule for a whole family (and direction) still takes them */
 	ASSERT_EQ(0, rule_of("accept out ipv6", &fam));
