@@ -2041,9 +2041,10 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 	EXPECT_EQ(0, xsend(self->raw4, self->raw6,
 			   &(struct xpkt){ .v6 = 1, .proto = IPPROTO_UDP, .dport = 9 }));
 	i0 = info_of(self->fd);
-	for (k = 0; k < nbad; k++)
+	for (k = 0; k < nbad; k++) {
 		EXPECT_EQ(-EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s passed policy drop", bad[k].what);
+	}
 	/* each was the policy's, and counted as malformed */
 	EXPECT_LE(0, m0);
 	i1 = info_of(self->fd);
@@ -2062,20 +2063,23 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 	/* a rule for a whole family (and direction) still takes them */
 	ASSERT_EQ(0, rule_of("accept out ipv6", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_DROP));
-	for (k = 0; k < nbad; k++)
+	for (k = 0; k < nbad; k++) {
 		EXPECT_EQ(bad[k].p.v6 ? 0 : -EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, accept out ipv6", bad[k].what);
+	}
 	ASSERT_EQ(0, rule_of("drop out ipv4", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
-	for (k = 0; k < nbad; k++)
+	for (k = 0; k < nbad; k++) {
 		EXPECT_EQ(bad[k].p.v6 ? 0 : -EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, drop out ipv4", bad[k].what);
+	}
 	/* and under policy accept, a port rule does not drop them */
 	ASSERT_EQ(0, rule_of("drop out udp dport 9", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
-	for (k = 0; k < nbad; k++)
+	for (k = 0; k < nbad; k++) {
 		EXPECT_EQ(0, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, drop out udp dport 9", bad[k].what);
+	}
 	EXPECT_EQ(m0 + 4 * (long long)nbad, filter_stat("malformed"));
 }
 
