@@ -394,17 +394,25 @@ __u32 kml_filter_lookup(const struct kml_filter_index *ix,
  * not an IPv6 extension header chain past hop-by-hop; at LOCAL_OUT a raw
  * socket with IP_HDRINCL hands the hook what its caller wrote, and Linux
  * checks only an IPv4 header's length (and rewrites tot_len), neither
- * version nor anything of an IPv6 header. Nothing in such a packet can be
- * trusted but the family of the hook that sees it and the direction, so
- * it matches only rules that name neither a protocol, nor an address, nor
- * a port ("drop in ipv6" must still drop every IPv6 packet coming in),
- * and else the policy decides, as for any packet no rule describes. That
- * is what an nftables chain does: nft_set_pktinfo_ipv4_validate() and
- * _ipv6_validate() leave such a packet without a transport protocol,
- * transport matches fail and the chain's policy applies. Dropping them
- * always would make a filter with policy accept and no rules change
- * traffic; refusing what no rule allows is what policy drop is for. The
- * hook counts them (kml_stats "malformed").
+ * version nor anything of an IPv6 header. Two kinds:
+ *
+ * - Not an IP packet of the hook's family at all: no whole fixed header,
+ *   the wrong version, an IPv4 header under 20 bytes. No rule can be
+ *   about it, and ip_rcv_core() would drop it on the way in, so the hook
+ *   drops it whatever the rules and the policy say
+ *   (kml_filter_not_ip()): the same answer in both directions.
+ * - An IP header whose length fields or extension header chain do not
+ *   agree with the packet. Nothing past the family of the hook that sees
+ *   it and the direction can be trusted, so it matches only rules that
+ *   name neither a protocol, nor an address, nor a port ("drop in ipv6"
+ *   must still drop every IPv6 packet coming in), and else the policy
+ *   decides, as for any packet no rule describes. That is what an
+ *   nftables chain does: nft_set_pktinfo_ipv4_validate() and
+ *   _ipv6_validate() leave such a packet without a transport protocol,
+ *   transport matches fail and the chain's policy applies.
+ *
+ * Either way it never slips past policy drop, and the hook counts both
+ * (kml_stats "malformed").
  */
 
 /* @p cleared but for its direction, for @family */
@@ -537,6 +545,20 @@ void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
 	}
 	p->proto = (__u8)proto;
 	p->later_frag = fragoff != 0;
+}
+
+/**
+ * kml_filter_not_ip() - is @p no IP packet of its hook's family at all?
+ * @p: a parsed packet
+ *
+ * Return: true if it has no whole fixed header, the wrong version or an
+ * IPv4 header under 20 bytes: the hook drops it, whatever the rules.
+ */
+bool kml_filter_not_ip(const struct kml_filter_pkt *p)
+{
+	return p->malformed == KML_FILTER_BAD_SHORT ||
+	       p->malformed == KML_FILTER_BAD_VERSION ||
+	       p->malformed == KML_FILTER_BAD_IHL;
 }
 
 /**

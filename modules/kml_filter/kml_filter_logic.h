@@ -118,6 +118,7 @@ __u32 kml_filter_parse_ipv4(struct kml_filter_pkt *p, const __u8 *h,
 int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
 			  bool gso_tcp);
 void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff);
+bool kml_filter_not_ip(const struct kml_filter_pkt *p);
 bool kml_filter_wants_ports(const struct kml_filter_pkt *p);
 void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports);
 bool kml_filter_first_fragment_decides(const struct kml_filter_pkt *p);

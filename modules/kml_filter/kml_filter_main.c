@@ -291,9 +291,14 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 			hdrlen, &packets, &bytes);
 	kml_stats_add(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
 		      ST_PACKETS_IN : ST_PACKETS_OUT, packets);
-	/* only rules without protocol, address or port match these */
-	if (unlikely(pkt.malformed))
+	/* malformed: kml_filter_logic.c says which the rules may judge */
+	if (unlikely(pkt.malformed)) {
 		kml_stats_add(kml_filter_stats, ST_MALFORMED, packets);
+		if (kml_filter_not_ip(&pkt)) {
+			kml_stats_add(kml_filter_stats, ST_DROPPED, packets);
+			return NF_DROP;
+		}
+	}
 	/* IPv6 reassembles after LOCAL_IN: see kml_filter_logic.c */
 	if (unlikely(kml_filter_first_fragment_decides(&pkt))) {
 		kml_stats_inc(kml_filter_stats, ST_FRAGMENTS_PASSED);

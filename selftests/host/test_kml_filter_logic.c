@@ -454,6 +454,45 @@ TEST(parse_ipv6_fragments_like_ipv4)
 	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
 }
 
+/* Which malformed packets the hook drops whatever the rules: the non-IP ones. */
+TEST(not_ip_is_dropped_whatever_the_rules)
+{
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_OUT };
+	__u8 h[60];	/* ip4() clears a header with options */
+
+	ip4(h, 5, 28, 0);
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	kml_filter_parse_ipv4(&p, h, 19, false);		/* short */
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	h[0] = 0x65;						/* version 6 */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip4(h, 4, 28, 0);					/* ihl 4 */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip4(h, 5, 29, 0);		/* IP, but its length lies: rules judge it */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+
+	ip6(h, 6, 8);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	kml_filter_parse_ipv6(&p, h, 39, false);		/* short */
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip6(h, 4, 8);						/* version 4 */
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip6(h, 6, 9);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	ip6(h, 6, 8);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0);		/* chain cut short */
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+}
+
 /* Rules a malformed packet meets: only those naming no proto, address, port. */
 TEST(malformed_matches_only_family_and_direction)
 {

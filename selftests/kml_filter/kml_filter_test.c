@@ -2003,9 +2003,11 @@ TEST_F_TIMEOUT(lo, packets_without_ports, 120)
  * checks an IPv4 header's length and rewrites its total length, but not
  * its version, and checks nothing of an IPv6 header. Read as if they
  * were right, they would meet the rules an administrator wrote for real
- * packets ("accept udp dport 9") and slip past policy drop. They must
- * meet only rules that name no protocol, address or port, and else the
- * policy, and be counted as malformed.
+ * packets ("accept udp dport 9") and slip past policy drop. A packet of
+ * the wrong version is no packet of the hook's family: dropped whatever
+ * the rules. One whose length fields or extension headers do not parse
+ * meets only rules that name no protocol, address or port, and else the
+ * policy. Both are counted as malformed.
  */
 TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 {
@@ -2017,22 +2019,25 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 	};
 	static const struct {
 		const char *what;
+		int not_ip;	/* dropped whatever the rules */
 		struct xpkt p;
 	} bad[] = {
-		{ "v4 header, version 6", { .proto = IPPROTO_UDP, .dport = 9, .version = 6 } },
-		{ "v4 header, version 15", { .proto = IPPROTO_UDP, .dport = 9, .version = 15 } },
-		{ "v6 header, version 4", { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
-					    .version = 4 } },
-		{ "v6 payload length past the end", { .v6 = 1, .proto = IPPROTO_UDP,
-						       .dport = 9, .plen_extra = 1 } },
-		{ "v6 bad extension header", { .v6 = 1, .proto = IPPROTO_UDP, .bad_ext = 1 } },
+		{ "v4 header, version 6", 1, { .proto = IPPROTO_UDP, .dport = 9, .version = 6 } },
+		{ "v4 header, version 15", 1, { .proto = IPPROTO_UDP, .dport = 9, .version = 15 } },
+		{ "v6 header, version 4", 1, { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
+					       .version = 4 } },
+		{ "v6 payload length past the end", 0, { .v6 = 1, .proto = IPPROTO_UDP,
+							  .dport = 9, .plen_extra = 1 } },
+		{ "v6 bad extension header", 0, { .v6 = 1, .proto = IPPROTO_UDP, .bad_ext = 1 } },
 	};
 	const __u32 n = sizeof(allow) / sizeof(allow[0]);
 	struct kml_filter_rule r[sizeof(allow) / sizeof(allow[0])], fam;
 	struct kml_filter_info i0, i1;
-	long long m0 = filter_stat("malformed");
-	size_t k, nbad = sizeof(bad) / sizeof(bad[0]);
+	long long m0 = filter_stat("malformed"), d0;
+	size_t k, nbad = sizeof(bad) / sizeof(bad[0]), nip = 0;
 
+	for (k = 0; k < nbad; k++)
+		nip += !bad[k].not_ip;
 	ASSERT_EQ(0, rules_of(allow, n, r));
 	ASSERT_EQ(0, replace(self->fd, r, n, KML_FILTER_DROP));
 	/* the same packets with their headers right are allowed */
@@ -2045,10 +2050,10 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 		EXPECT_EQ(-EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s passed policy drop", bad[k].what);
 	}
-	/* each was the policy's, and counted as malformed */
+	/* the IP ones were the policy's; all counted as malformed */
 	EXPECT_LE(0, m0);
 	i1 = info_of(self->fd);
-	EXPECT_EQ(i0.policy_packets + nbad, i1.policy_packets);
+	EXPECT_EQ(i0.policy_packets + nip, i1.policy_packets);
 	EXPECT_EQ(m0 + (long long)nbad, filter_stat("malformed"));
 
 	/*
@@ -2060,27 +2065,40 @@ TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
 	EXPECT_EQ(-EINVAL, xsend(self->raw4, self->raw6,
 				 &(struct xpkt){ .proto = IPPROTO_UDP, .dport = 9, .ihl = 4 }));
 
-	/* a rule for a whole family (and direction) still takes them */
+	/* a rule for a whole family (and direction) takes the IP ones */
 	ASSERT_EQ(0, rule_of("accept out ipv6", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_DROP));
 	for (k = 0; k < nbad; k++) {
-		EXPECT_EQ(bad[k].p.v6 ? 0 : -EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
+		EXPECT_EQ(bad[k].p.v6 && !bad[k].not_ip ? 0 : -EPERM,
+			  xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, accept out ipv6", bad[k].what);
 	}
 	ASSERT_EQ(0, rule_of("drop out ipv4", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
 	for (k = 0; k < nbad; k++) {
-		EXPECT_EQ(bad[k].p.v6 ? 0 : -EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
+		EXPECT_EQ(bad[k].p.v6 && !bad[k].not_ip ? 0 : -EPERM,
+			  xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, drop out ipv4", bad[k].what);
 	}
-	/* and under policy accept, a port rule does not drop them */
+	/* under policy accept, a port rule does not drop the IP ones */
 	ASSERT_EQ(0, rule_of("drop out udp dport 9", &fam));
 	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
 	for (k = 0; k < nbad; k++) {
-		EXPECT_EQ(0, xsend(self->raw4, self->raw6, &bad[k].p))
+		EXPECT_EQ(bad[k].not_ip ? -EPERM : 0, xsend(self->raw4, self->raw6, &bad[k].p))
 			TH_LOG("%s, drop out udp dport 9", bad[k].what);
 	}
-	EXPECT_EQ(m0 + 4 * (long long)nbad, filter_stat("malformed"));
+	/* and no rule at all under policy accept still drops the others */
+	ASSERT_EQ(0, replace(self->fd, NULL, 0, KML_FILTER_ACCEPT));
+	i0 = info_of(self->fd);
+	d0 = filter_stat("dropped");
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(bad[k].not_ip ? -EPERM : 0, xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s, no rules, policy accept", bad[k].what);
+	}
+	i1 = info_of(self->fd);
+	EXPECT_EQ(i0.policy_packets + nip, i1.policy_packets);
+	EXPECT_EQ(d0 + (long long)(nbad - nip), filter_stat("dropped"));
+	EXPECT_EQ(m0 + 5 * (long long)nbad, filter_stat("malformed"));
 }
 
 /*
