@@ -53,7 +53,8 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli
-FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_probe_file
+FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
+	     fuzz_kml_probe_file
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install install-userspace deb dkms-install check-all check-stock check-loaded \
@@ -298,6 +299,12 @@ $(BUILD)/fuzz/fuzz_kml_filter: selftests/fuzz/fuzz_kml_filter.c $(FILTER_LIB)
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi -I$(TOP)/userspace \
 		-fsanitize=fuzzer,address,undefined -o $@ $^
+
+$(BUILD)/fuzz/fuzz_kml_filter_pkt: selftests/fuzz/fuzz_kml_filter_pkt.c \
+		modules/kml_filter/kml_filter_logic.c modules/kml_filter/kml_filter_logic.h
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $< modules/kml_filter/kml_filter_logic.c
 
 $(BUILD)/fuzz/fuzz_kml_probe_file: selftests/fuzz/fuzz_kml_probe_file.c $(PROBE_FILE) \
 		userspace/kml_probe_file.h

@@ -162,6 +162,9 @@ bool kml_filter_match(const struct kml_filter_rule *r,
 		return false;
 	if (r->proto && r->proto != p->proto)
 		return false;
+	/* a malformed packet's addresses are unknown, not zero */
+	if (p->malformed && (r->src_len || r->dst_len))
+		return false;
 	if (r->src_len && !kml_filter_prefix_match(r->src, p->src, r->src_len))
 		return false;
 	if (r->dst_len && !kml_filter_prefix_match(r->dst, p->dst, r->dst_len))
@@ -383,4 +386,279 @@ __u32 kml_filter_lookup(const struct kml_filter_index *ix,
 	best = kml_filter_probe_prefixes(ix, p, 1, best);
 	best = kml_filter_probe_prefixes(ix, p, 0, best);
 	return kml_filter_walk(ix, ix->linear, p, best);
+}
+
+/*
+ * Packets whose IP headers do not parse. At LOCAL_IN the stack has
+ * checked the fixed header already (ip_rcv_core(), ip6_rcv_core()), but
+ * not an IPv6 extension header chain past hop-by-hop; at LOCAL_OUT a raw
+ * socket with IP_HDRINCL hands the hook what its caller wrote, and Linux
+ * checks only an IPv4 header's length (and rewrites tot_len), neither
+ * version nor anything of an IPv6 header. Two kinds:
+ *
+ * - Not an IP packet of the hook's family at all: no whole fixed header,
+ *   the wrong version, an IPv4 header under 20 bytes. No rule can be
+ *   about it, and ip_rcv_core() would drop it on the way in, so the hook
+ *   drops it whatever the rules and the policy say
+ *   (kml_filter_not_ip()): the same answer in both directions.
+ * - An IP header whose length fields or extension header chain do not
+ *   agree with the packet. Nothing past the family of the hook that sees
+ *   it and the direction can be trusted, so it matches only rules that
+ *   name neither a protocol, nor an address, nor a port ("drop in ipv6"
+ *   must still drop every IPv6 packet coming in), and else the policy
+ *   decides, as for any packet no rule describes. That is what an
+ *   nftables chain does: nft_set_pktinfo_ipv4_validate() and
+ *   _ipv6_validate() leave such a packet without a transport protocol,
+ *   transport matches fail and the chain's policy applies.
+ *
+ * Either way it never slips past policy drop, and the hook counts both
+ * (kml_stats "malformed").
+ */
+
+/* @p cleared but for its direction, for @family */
+static void kml_filter_pkt_init(struct kml_filter_pkt *p, __u8 family)
+{
+	__u8 dir = p->dir;
+
+	memset(p, 0, sizeof(*p));
+	p->family = family;
+	p->dir = dir;
+}
+
+static __u32 kml_filter_malformed(struct kml_filter_pkt *p,
+				  enum kml_filter_bad why)
+{
+	kml_filter_pkt_init(p, p->family);
+	p->malformed = why;
+	return 0;
+}
+
+static __u16 kml_filter_be16(const __u8 *b)
+{
+	return (__u16)(b[0] << 8 | b[1]);
+}
+
+/**
+ * kml_filter_parse_ipv4() - check an IPv4 header and fill in a packet
+ * @p: its @dir as the caller set it; the rest is filled in
+ * @h: the first %KML_FILTER_IPV4_HLEN bytes of the packet, NULL if shorter
+ * @len: the packet's length from its IP header on
+ * @gso_tcp: a TCP GSO packet, whose tot_len is 0 when it is over 64 KiB
+ *	(BIG TCP; iph_totlen())
+ *
+ * The checks are ip_rcv_core()'s and nftables': version 4, a header of
+ * 20 bytes or more, and a total length that covers the header and is
+ * within the packet (a shorter one leaves padding, which is allowed).
+ *
+ * Return: the transport header's offset from @h, or 0 if the packet is
+ * malformed (@p->malformed says why).
+ */
+__u32 kml_filter_parse_ipv4(struct kml_filter_pkt *p, const __u8 *h,
+			    __u32 len, bool gso_tcp)
+{
+	__u32 ihl, tot;
+
+	kml_filter_pkt_init(p, KML_FILTER_FAMILY_IPV4);
+	if (!h || len < KML_FILTER_IPV4_HLEN)
+		return kml_filter_malformed(p, KML_FILTER_BAD_SHORT);
+	if (h[0] >> 4 != 4)
+		return kml_filter_malformed(p, KML_FILTER_BAD_VERSION);
+	ihl = (h[0] & 0xf) * 4u;
+	if (ihl < KML_FILTER_IPV4_HLEN)
+		return kml_filter_malformed(p, KML_FILTER_BAD_IHL);
+	tot = kml_filter_be16(h + 2);
+	if (!tot && gso_tcp)
+		tot = len;
+	if (tot < ihl || tot > len)
+		return kml_filter_malformed(p, KML_FILTER_BAD_LENGTH);
+	p->proto = h[9];
+	/* the fragment offset, in 8-byte units, below the 3 flag bits */
+	p->later_frag = !!(kml_filter_be16(h + 6) & 0x1fff);
+	memcpy(p->src, h + 12, 4);
+	memcpy(p->dst, h + 16, 4);
+	return ihl;
+}
+
+/**
+ * kml_filter_parse_ipv6() - check an IPv6 fixed header and fill in a packet
+ * @p: its @dir as the caller set it; the rest is filled in
+ * @h: the first %KML_FILTER_IPV6_HLEN bytes of the packet, NULL if shorter
+ * @len: the packet's length from its IP header on
+ * @gso_tcp: a TCP GSO packet, whose payload length is 0 when it is over
+ *	64 KiB (BIG TCP)
+ *
+ * The checks are ip6_rcv_core()'s and nftables': version 6 and a payload
+ * length within the packet. The caller then walks the extension headers
+ * (ipv6_find_hdr(), which needs an skb) and hands what it found to
+ * kml_filter_ipv6_upper().
+ *
+ * Return: 0, or -EINVAL if the packet is malformed (@p->malformed says why).
+ */
+int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
+			  bool gso_tcp)
+{
+	enum kml_filter_bad why = KML_FILTER_BAD_NONE;
+	__u32 plen;
+
+	kml_filter_pkt_init(p, KML_FILTER_FAMILY_IPV6);
+	if (!h || len < KML_FILTER_IPV6_HLEN) {
+		why = KML_FILTER_BAD_SHORT;
+	} else if (h[0] >> 4 != 6) {
+		why = KML_FILTER_BAD_VERSION;
+	} else {
+		plen = kml_filter_be16(h + 4);
+		if (!plen && gso_tcp)
+			plen = len - KML_FILTER_IPV6_HLEN;
+		if (plen > len - KML_FILTER_IPV6_HLEN)
+			why = KML_FILTER_BAD_LENGTH;
+	}
+	if (why) {
+		kml_filter_malformed(p, why);
+		return -EINVAL;
+	}
+	memcpy(p->src, h + 8, 16);
+	memcpy(p->dst, h + 24, 16);
+	return 0;
+}
+
+/**
+ * kml_filter_ipv6_upper() - the protocol past an IPv6 packet's extension headers
+ * @p: a packet kml_filter_parse_ipv6() accepted
+ * @proto: what ipv6_find_hdr(skb, &off, -1, &fragoff, &flags) returned,
+ *	with %IP6_FH_F_AUTH in flags: the upper-layer protocol (AH stops the
+ *	walk, as an IPv4 packet's protocol is AH); for a later fragment the
+ *	one its fragment header names (as IPv4 keeps its protocol in every
+ *	fragment); -ENOENT for a later fragment whose header names another
+ *	extension header; another error for a chain that does not parse
+ * @fragoff: ipv6_find_hdr()'s fragment offset, non-zero for a later fragment
+ */
+void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
+{
+	if (proto == -ENOENT) {
+		/* its fragmentable part starts with a header we cannot see */
+		p->later_frag = 1;
+		return;
+	}
+	if (proto < 0) {
+		kml_filter_malformed(p, KML_FILTER_BAD_EXTHDR);
+		return;
+	}
+	p->proto = (__u8)proto;
+	p->later_frag = fragoff != 0;
+}
+
+/**
+ * kml_filter_not_ip() - is @p no IP packet of its hook's family at all?
+ * @p: a parsed packet
+ *
+ * Return: true if it has no whole fixed header, the wrong version or an
+ * IPv4 header under 20 bytes: the hook drops it, whatever the rules.
+ */
+bool kml_filter_not_ip(const struct kml_filter_pkt *p)
+{
+	return p->malformed == KML_FILTER_BAD_SHORT ||
+	       p->malformed == KML_FILTER_BAD_VERSION ||
+	       p->malformed == KML_FILTER_BAD_IHL;
+}
+
+/**
+ * kml_filter_wants_ports() - should the caller read the packet's ports?
+ * @p: a parsed packet
+ *
+ * Return: true for TCP and UDP, unless a later fragment (no transport
+ * header) or malformed.
+ */
+bool kml_filter_wants_ports(const struct kml_filter_pkt *p)
+{
+	return !p->malformed && !p->later_frag &&
+	       (p->proto == KML_FILTER_PROTO_TCP ||
+		p->proto == KML_FILTER_PROTO_UDP);
+}
+
+/**
+ * kml_filter_set_ports() - the packet's ports, if its transport header has them
+ * @p: a packet for which kml_filter_wants_ports() was true
+ * @ports: the first 4 bytes of its transport header, NULL if cut short
+ *	(then port rules do not match it)
+ */
+void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports)
+{
+	if (!ports)
+		return;
+	p->has_ports = 1;
+	p->sport = kml_filter_be16(ports);
+	p->dport = kml_filter_be16(ports + 2);
+}
+
+/*
+ * Fragments. IPv4 reassembles before LOCAL_IN (ip_local_deliver()), so
+ * the hook sees whole datagrams there; IPv6 reassembles after it (the
+ * fragment header is handled like an upper-layer protocol,
+ * ipv6_frag_rcv()), unless nf_defrag_ipv6 is loaded, which conntrack
+ * does and the test kernel does not have. A later fragment has no ports,
+ * so no port rule can match it: under policy drop, "accept in udp dport
+ * 53" would let the first fragment in and drop the rest, and a fragmented
+ * IPv6 datagram would never arrive where an IPv4 one does.
+ *
+ * So on the way in a later fragment is not judged: it goes on to
+ * reassembly, and the datagram's fate is its first fragment's, which
+ * carries every header a rule can match. Linux discards a first fragment
+ * without the whole upper-layer header (RFC 8200 4.5,
+ * ipv6frag_thdr_truncated()) and a datagram with overlapping fragments
+ * (RFC 5722), so later fragments can neither hide the ports from the hook
+ * nor rewrite them. A datagram whose first fragment was dropped is never
+ * reassembled; its later fragments expire in the reassembly queue, whose
+ * memory the stack bounds (net.ipv6.ip6frag_high_thresh) exactly as it
+ * would without a filter. This gives IPv6 IPv4's verdicts: the datagram
+ * arrives if and only if the rules accept its headers.
+ *
+ * On the way out the stack fragments after LOCAL_OUT (ip_finish_output(),
+ * ip6_finish_output()), so only a raw socket sends fragments through the
+ * hook: those are judged like any packet, by the protocol their header
+ * names and without ports, for IPv4 and IPv6 alike.
+ */
+
+/**
+ * kml_filter_first_fragment_decides() - should the hook pass @p unjudged?
+ * @p: a parsed packet
+ *
+ * Return: true for a later fragment on the way in (see above).
+ */
+bool kml_filter_first_fragment_decides(const struct kml_filter_pkt *p)
+{
+	return p->later_frag && p->dir == KML_FILTER_DIR_IN && !p->malformed;
+}
+
+/**
+ * kml_filter_wire() - the packets and bytes one skb stands for
+ * @len: its length from the IP header on
+ * @gso_segs: skb_shinfo()->gso_segs of a GSO packet, 0 if not known
+ * @gso_size: skb_shinfo()->gso_size: payload bytes per segment, 0 if the
+ *	skb is no GSO packet
+ * @hdrlen: the IP and transport header bytes each segment repeats
+ * @packets: set to the number of packets
+ * @bytes: set to their total length, from their IP headers on
+ *
+ * A GSO packet (TSO or UDP GSO on the way out, GRO on the way in) is one
+ * skb for several packets on the wire, and whether the stack makes one
+ * depends on offloads, not on traffic. Counted as the segments it stands
+ * for, a rule's counters are the same either way: each segment repeats
+ * the headers, as qdisc_pkt_len_init() counts them. A packet whose sender
+ * left gso_segs 0 (SKB_GSO_DODGY, from a VM or tun) has its segments
+ * worked out from gso_size, as there.
+ */
+void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size, __u32 hdrlen,
+		     __u64 *packets, __u64 *bytes)
+{
+	__u64 segs = 1;
+
+	if (gso_size) {
+		segs = gso_segs;
+		if (!segs && len > hdrlen)
+			segs = (len - hdrlen + gso_size - 1) / gso_size;
+		if (!segs)
+			segs = 1;
+	}
+	*packets = segs;
+	*bytes = len + (segs - 1) * hdrlen;
 }

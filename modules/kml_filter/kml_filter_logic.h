@@ -28,6 +28,10 @@
  * @dport: destination port
  * @src: source address, IPv4 in the first 4 bytes, the rest zero
  * @dst: destination address
+ * @malformed: why the IP headers did not parse (enum kml_filter_bad), 0 if
+ *	they did; a malformed packet has only @family and @dir
+ * @later_frag: a fragment other than the first: no ports, and @proto is
+ *	the fragment header's (IPv6), 0 when that names an extension header
  */
 struct kml_filter_pkt {
 	__u8 family;
@@ -38,7 +42,33 @@ struct kml_filter_pkt {
 	__u16 dport;
 	__u8 src[16];
 	__u8 dst[16];
+	__u8 malformed;
+	__u8 later_frag;
 };
+
+/**
+ * enum kml_filter_bad - why a packet's IP headers did not parse
+ * @KML_FILTER_BAD_NONE: they did
+ * @KML_FILTER_BAD_SHORT: shorter than the fixed IP header
+ * @KML_FILTER_BAD_VERSION: the version is not the hook's family's
+ * @KML_FILTER_BAD_IHL: IPv4 header length below 20 bytes
+ * @KML_FILTER_BAD_LENGTH: the header's length field disagrees with the
+ *	packet (longer than it, or IPv4 shorter than its own header)
+ * @KML_FILTER_BAD_EXTHDR: an IPv6 extension header chain that does not
+ *	parse (cut short)
+ */
+enum kml_filter_bad {
+	KML_FILTER_BAD_NONE,
+	KML_FILTER_BAD_SHORT,
+	KML_FILTER_BAD_VERSION,
+	KML_FILTER_BAD_IHL,
+	KML_FILTER_BAD_LENGTH,
+	KML_FILTER_BAD_EXTHDR,
+};
+
+/* the fixed headers the parsers read: struct iphdr, struct ipv6hdr */
+#define KML_FILTER_IPV4_HLEN	20
+#define KML_FILTER_IPV6_HLEN	40
 
 /* which hash key a rule is filed under; see kml_filter_key_of() */
 enum kml_filter_kind {
@@ -82,5 +112,17 @@ __u32 kml_filter_lookup(const struct kml_filter_index *ix,
 			const struct kml_filter_pkt *p);
 enum kml_filter_kind kml_filter_key_of(const struct kml_filter_rule *r);
 void kml_filter_prefix_mask(__u8 *addr, unsigned int len);
+
+__u32 kml_filter_parse_ipv4(struct kml_filter_pkt *p, const __u8 *h,
+			    __u32 len, bool gso_tcp);
+int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
+			  bool gso_tcp);
+void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff);
+bool kml_filter_not_ip(const struct kml_filter_pkt *p);
+bool kml_filter_wants_ports(const struct kml_filter_pkt *p);
+void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports);
+bool kml_filter_first_fragment_decides(const struct kml_filter_pkt *p);
+void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size, __u32 hdrlen,
+		     __u64 *packets, __u64 *bytes);
 
 #endif /* _KML_FILTER_LOGIC_H */

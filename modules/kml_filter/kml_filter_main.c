@@ -21,6 +21,10 @@
  * old rules or all of the new ones, and nothing a packet holds is freed
  * under it. Counters are per CPU and per rule; after the grace period the
  * old set's counts are final and are carried over to the rules that stay.
+ * What the hook matches on it reads with skb_header_pointer() and checks
+ * before it believes it (kml_filter_logic.c): a raw socket's packet is
+ * whatever its sender wrote, and one the hook cannot parse must meet the
+ * policy, not slip past it.
  *
  * Configuration is an ioctl on /dev/kml_filter that acts on the network
  * namespace of whoever opened it, with CAP_NET_ADMIN checked against the
@@ -45,7 +49,9 @@
 #include <linux/rcupdate.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
+#include <linux/tcp.h>
 #include <linux/uaccess.h>
+#include <linux/udp.h>
 #include <asm/local64.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -103,6 +109,8 @@ enum {
 	ST_DROPPED,
 	ST_UPDATES,
 	ST_REJECTED,
+	ST_MALFORMED,
+	ST_FRAGMENTS_PASSED,
 };
 
 static const struct kml_stats_desc kml_filter_stats_desc[] = {
@@ -112,6 +120,8 @@ static const struct kml_stats_desc kml_filter_stats_desc[] = {
 	[ST_DROPPED]		= { "dropped", KML_STAT_COUNTER },
 	[ST_UPDATES]		= { "updates", KML_STAT_COUNTER },
 	[ST_REJECTED]		= { "rejected_updates", KML_STAT_COUNTER },
+	[ST_MALFORMED]		= { "malformed", KML_STAT_COUNTER },
+	[ST_FRAGMENTS_PASSED]	= { "fragments_passed", KML_STAT_COUNTER },
 };
 
 static struct kml_stats_set *kml_filter_stats;
@@ -197,62 +207,67 @@ static struct kml_filter_net *kml_filter_pernet(const struct net *net)
 /* ---- the packet path ---- */
 
 /*
- * Fill @p from the packet. The stack has validated the IP header before
- * these hooks; a transport header that is not there (truncated, or a
- * later fragment) leaves has_ports clear, so port rules do not match.
+ * The bytes of headers each segment of a GSO packet repeats: the IP
+ * headers (@thoff) and TCP's or UDP's own, as qdisc_pkt_len_init() counts
+ * them. Tunnels' inner headers are not counted.
  */
-static int kml_filter_parse(const struct sk_buff *skb,
+static u32 kml_filter_seg_hdrlen(const struct sk_buff *skb, int off, u32 thoff,
+				 u8 proto)
+{
+	const u8 *doff;
+	u8 _doff;
+
+	if (proto == IPPROTO_UDP)
+		return thoff + sizeof(struct udphdr);
+	if (proto != IPPROTO_TCP)
+		return thoff;
+	doff = skb_header_pointer(skb, off + thoff + 12, 1, &_doff);
+	return thoff + (doff ? (*doff >> 4) * 4 : sizeof(struct tcphdr));
+}
+
+/*
+ * Fill @p from the packet; return the header bytes each of its segments
+ * repeats (kml_filter_wire()). The headers are checked, not trusted (see
+ * kml_filter_parse_ipv4()): a raw socket's LOCAL_OUT packet is whatever
+ * its sender wrote. Everything is read with skb_header_pointer(), which
+ * copies what is split across fragments and returns NULL past the end.
+ */
+static u32 kml_filter_parse(const struct sk_buff *skb,
 			    const struct nf_hook_state *state,
 			    struct kml_filter_pkt *p)
 {
 	int off = skb_network_offset(skb);
-	__be16 _ports[2];
-	const __be16 *ports;
-	bool first;
+	u32 len = skb->len - off, thoff = 0;
+	bool gso_tcp = skb_is_gso(skb) && skb_is_gso_tcp(skb);
+	u8 _h[sizeof(struct ipv6hdr)], _ports[4];
+	const u8 *h;
 
-	memset(p, 0, sizeof(*p));
 	p->dir = state->hook == NF_INET_LOCAL_IN ? KML_FILTER_DIR_IN :
 						   KML_FILTER_DIR_OUT;
 	if (state->pf == NFPROTO_IPV4) {
-		struct iphdr _iph;
-		const struct iphdr *iph;
-
-		iph = skb_header_pointer(skb, off, sizeof(_iph), &_iph);
-		if (!iph)
-			return -EINVAL;
-		p->family = KML_FILTER_FAMILY_IPV4;
-		p->proto = iph->protocol;
-		memcpy(p->src, &iph->saddr, 4);
-		memcpy(p->dst, &iph->daddr, 4);
-		first = !(iph->frag_off & htons(IP_OFFSET));
-		off += iph->ihl * 4;
+		h = skb_header_pointer(skb, off, sizeof(struct iphdr), _h);
+		thoff = kml_filter_parse_ipv4(p, h, len, gso_tcp);
 	} else {
-		struct ipv6hdr _ip6h;
-		const struct ipv6hdr *ip6h;
-		__be16 frag_off = 0;
-		u8 nexthdr;
+		/* AH ends the walk, as it is an IPv4 packet's protocol */
+		int flags = IP6_FH_F_AUTH, proto;
+		unsigned int at = 0;
+		unsigned short fragoff;
 
-		ip6h = skb_header_pointer(skb, off, sizeof(_ip6h), &_ip6h);
-		if (!ip6h)
-			return -EINVAL;
-		p->family = KML_FILTER_FAMILY_IPV6;
-		memcpy(p->src, &ip6h->saddr, 16);
-		memcpy(p->dst, &ip6h->daddr, 16);
-		nexthdr = ip6h->nexthdr;
-		off = ipv6_skip_exthdr(skb, off + sizeof(*ip6h), &nexthdr,
-				       &frag_off);
-		p->proto = nexthdr;
-		first = off >= 0 && !(frag_off & htons(~0x7));
-	}
-	if (first && (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP)) {
-		ports = skb_header_pointer(skb, off, sizeof(_ports), _ports);
-		if (ports) {
-			p->has_ports = 1;
-			p->sport = ntohs(ports[0]);
-			p->dport = ntohs(ports[1]);
+		h = skb_header_pointer(skb, off, sizeof(struct ipv6hdr), _h);
+		if (!kml_filter_parse_ipv6(p, h, len, gso_tcp)) {
+			proto = ipv6_find_hdr(skb, &at, -1, &fragoff, &flags);
+			kml_filter_ipv6_upper(p, proto, fragoff);
+			if (proto >= 0)
+				thoff = at - off;
 		}
 	}
-	return 0;
+	if (kml_filter_wants_ports(p))
+		kml_filter_set_ports(p, skb_header_pointer(skb, off + thoff,
+							   sizeof(_ports),
+							   _ports));
+	if (!skb_is_gso(skb) || p->malformed)
+		return 0;
+	return kml_filter_seg_hdrlen(skb, off, thoff, p->proto);
 }
 
 static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
@@ -261,14 +276,34 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	const struct kml_filter_set *set;
 	struct kml_filter_ctr *c;
 	struct kml_filter_pkt pkt;
-	u32 idx, verdict;
+	u64 packets, bytes;
+	u32 idx, verdict, hdrlen;
 
 	/* netfilter calls hooks under rcu_read_lock() */
 	set = rcu_dereference(kml_filter_pernet(state->net)->set);
-	if (unlikely(!set || kml_filter_parse(skb, state, &pkt)))
+	if (unlikely(!set))
 		return NF_ACCEPT;
-	kml_stats_inc(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
-			  ST_PACKETS_IN : ST_PACKETS_OUT);
+	hdrlen = kml_filter_parse(skb, state, &pkt);
+	/* a GSO packet counts as the segments it stands for */
+	kml_filter_wire(skb->len - skb_network_offset(skb),
+			skb_is_gso(skb) ? skb_shinfo(skb)->gso_segs : 0,
+			skb_is_gso(skb) ? skb_shinfo(skb)->gso_size : 0,
+			hdrlen, &packets, &bytes);
+	kml_stats_add(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
+		      ST_PACKETS_IN : ST_PACKETS_OUT, packets);
+	/* malformed: kml_filter_logic.c says which the rules may judge */
+	if (unlikely(pkt.malformed)) {
+		kml_stats_add(kml_filter_stats, ST_MALFORMED, packets);
+		if (kml_filter_not_ip(&pkt)) {
+			kml_stats_add(kml_filter_stats, ST_DROPPED, packets);
+			return NF_DROP;
+		}
+	}
+	/* IPv6 reassembles after LOCAL_IN: see kml_filter_logic.c */
+	if (unlikely(kml_filter_first_fragment_decides(&pkt))) {
+		kml_stats_inc(kml_filter_stats, ST_FRAGMENTS_PASSED);
+		return NF_ACCEPT;
+	}
 
 	/* LAB filter 3: find the first rule @pkt matches
 	 * (kml_filter_lookup()): its index and action; if none matches
@@ -286,14 +321,14 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 		      skb->len);
 	/* LAB filter 3 end */
 
-	/* LAB filter 4: count the packet and its bytes (skb->len) in slot
-	 * @idx of this CPU's counters. LOCAL_OUT runs in process context
-	 * too: pin the CPU (get_cpu()/put_cpu()), and use local64 so a
-	 * softirq on the same CPU cannot lose an increment.
+	/* LAB filter 4: count @packets and @bytes in slot @idx of this
+	 * CPU's counters. LOCAL_OUT runs in process context too: pin the
+	 * CPU (get_cpu()/put_cpu()), and use local64 so a softirq on the
+	 * same CPU cannot lose an increment.
 	 */
 	c = &set->ctr[get_cpu()][idx];
-	local64_inc(&c->packets);
-	local64_add(skb->len, &c->bytes);
+	local64_add(packets, &c->packets);
+	local64_add(bytes, &c->bytes);
 	put_cpu();
 	/* LAB filter 4 end */
 
@@ -302,10 +337,10 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	 * kml_stats (ST_DROPPED, ST_ACCEPTED).
 	 */
 	if (verdict == KML_FILTER_DROP) {
-		kml_stats_inc(kml_filter_stats, ST_DROPPED);
+		kml_stats_add(kml_filter_stats, ST_DROPPED, packets);
 		return NF_DROP;
 	}
-	kml_stats_inc(kml_filter_stats, ST_ACCEPTED);
+	kml_stats_add(kml_filter_stats, ST_ACCEPTED, packets);
 	return NF_ACCEPT;
 	/* LAB filter 3 end: return NF_ACCEPT; */
 }

@@ -4,7 +4,9 @@
  * module's rule checks and lookup index. Invariants beyond "does not
  * crash": every rule the parser accepts passes the kernel's check,
  * formats and re-parses to the same bytes, and the index finds the same
- * first match as a linear walk for packets built from the input.
+ * first match as a linear walk for packets built from the input, some of
+ * them malformed (which only rules without protocol, address or port may
+ * match).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +62,12 @@ static void check_lookup(const struct kml_filter_ruleset *rs,
 		p.has_ports = (p.proto == 6 || p.proto == 17) && !(b & 16);
 		p.sport = r->sport_lo + (b >> 5);
 		p.dport = r->dport_hi - (b >> 6);
+		/* headers that did not parse, addresses left to match */
+		if (size > 1 && (data[(off + 1) % size] & 0x81) == 0x81) {
+			p.malformed = KML_FILTER_BAD_VERSION;
+			p.proto = 0;
+			p.has_ports = 0;
+		}
 		want = KML_FILTER_NOMATCH;
 		for (i = 0; i < rs->count; i++)
 			if (kml_filter_match(&rs->rules[i], &p)) {
@@ -67,6 +75,10 @@ static void check_lookup(const struct kml_filter_ruleset *rs,
 				break;
 			}
 		if (kml_filter_lookup(&ix, &p) != want)
+			abort();
+		if (p.malformed && want != KML_FILTER_NOMATCH &&
+		    (rs->rules[want].proto || rs->rules[want].src_len ||
+		     rs->rules[want].dst_len))
 			abort();
 	}
 	free(mem);

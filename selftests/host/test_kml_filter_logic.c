@@ -238,6 +238,14 @@ static void random_pkt(struct kml_filter_pkt *p, unsigned int *seed)
 		p->sport = rand_r(seed) % 5;
 		p->dport = rand_r(seed) % 5;
 	}
+	/* headers that did not parse; the addresses left as garbage that
+	 * rules would match, which they must not
+	 */
+	if (rand_r(seed) % 16 == 0) {
+		p->malformed = 1 + rand_r(seed) % 5;
+		p->proto = 0;
+		p->has_ports = 0;
+	}
 }
 
 TEST(index_equals_linear_first_match)
@@ -273,6 +281,294 @@ TEST(index_equals_linear_first_match)
 	}
 	/* the random sets must exercise matches, not only misses */
 	ASSERT_GT(hits, 50000);
+}
+
+/* An IPv4 header: version 4, @ihl words, @tot bytes, protocol UDP. */
+static void ip4(__u8 *h, __u8 ihl, __u16 tot, __u16 frag)
+{
+	memset(h, 0, 60);
+	h[0] = 0x40 | ihl;
+	h[2] = tot >> 8;
+	h[3] = tot & 0xff;
+	h[6] = frag >> 8;
+	h[7] = frag & 0xff;
+	h[9] = 17;
+	inet_pton(AF_INET, "10.0.0.1", h + 12);
+	inet_pton(AF_INET, "10.0.0.2", h + 16);
+}
+
+TEST(parse_ipv4_rejects_bad_ihl_version_totlen)
+{
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_OUT };
+	__u8 h[60], src[4];
+
+	inet_pton(AF_INET, "10.0.0.1", src);
+	ip4(h, 5, 28, 0);
+	ASSERT_EQ(20, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+	EXPECT_EQ(KML_FILTER_FAMILY_IPV4, p.family);
+	EXPECT_EQ(KML_FILTER_DIR_OUT, p.dir);
+	EXPECT_EQ(17, p.proto);
+	EXPECT_EQ(0, memcmp(p.src, src, 4));
+	EXPECT_EQ(0, p.src[4]);
+	EXPECT_TRUE(kml_filter_wants_ports(&p));
+	/* options: the transport header is further on; padding is fine */
+	ip4(h, 15, 68, 0);
+	EXPECT_EQ(60, kml_filter_parse_ipv4(&p, h, 100, false));
+	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+
+	/* each check alone: nothing but the family and direction kept */
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, NULL, 19, false));
+	EXPECT_EQ(KML_FILTER_BAD_SHORT, p.malformed);
+	ip4(h, 5, 28, 0);
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 19, false));
+	EXPECT_EQ(KML_FILTER_BAD_SHORT, p.malformed);
+	h[0] = 0x65;		/* version 6 */
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_VERSION, p.malformed);
+	EXPECT_EQ(KML_FILTER_FAMILY_IPV4, p.family);
+	EXPECT_EQ(KML_FILTER_DIR_OUT, p.dir);
+	EXPECT_EQ(0, p.proto);
+	EXPECT_EQ(0, p.src[0]);
+	EXPECT_FALSE(kml_filter_wants_ports(&p));
+	ip4(h, 4, 28, 0);
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_IHL, p.malformed);
+	ip4(h, 0, 28, 0);
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_IHL, p.malformed);
+	ip4(h, 5, 29, 0);	/* longer than the packet */
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	ip4(h, 6, 23, 0);	/* shorter than its own header */
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	ip4(h, 5, 0, 0);	/* 0: only BIG TCP's GSO packets */
+	EXPECT_EQ(0, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	EXPECT_EQ(20, kml_filter_parse_ipv4(&p, h, 100000, true));
+	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+
+	/* fragments: the offset decides, not the more-fragments flag */
+	ip4(h, 5, 28, 0x2000);
+	EXPECT_EQ(20, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(0, p.later_frag);
+	ip4(h, 5, 28, 0x2001);
+	EXPECT_EQ(20, kml_filter_parse_ipv4(&p, h, 28, false));
+	EXPECT_EQ(1, p.later_frag);
+	EXPECT_EQ(17, p.proto);
+	EXPECT_FALSE(kml_filter_wants_ports(&p));
+}
+
+static void ip6(__u8 *h, __u8 version, __u16 plen)
+{
+	memset(h, 0, 40);
+	h[0] = version << 4;
+	h[4] = plen >> 8;
+	h[5] = plen & 0xff;
+	h[6] = 17;
+	inet_pton(AF_INET6, "fd00::1", h + 8);
+	inet_pton(AF_INET6, "fd00::2", h + 24);
+}
+
+TEST(parse_ipv6_checks_version_and_length)
+{
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_IN };
+	__u8 h[40], dst[16];
+
+	inet_pton(AF_INET6, "fd00::2", dst);
+	ip6(h, 6, 8);
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 48, false));
+	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+	EXPECT_EQ(KML_FILTER_FAMILY_IPV6, p.family);
+	EXPECT_EQ(0, memcmp(p.dst, dst, 16));
+	EXPECT_EQ(0, kml_filter_parse_ipv6(&p, h, 60, false));	/* padding */
+
+	EXPECT_EQ(-EINVAL, kml_filter_parse_ipv6(&p, NULL, 39, false));
+	EXPECT_EQ(KML_FILTER_BAD_SHORT, p.malformed);
+	EXPECT_EQ(-EINVAL, kml_filter_parse_ipv6(&p, h, 39, false));
+	EXPECT_EQ(KML_FILTER_BAD_SHORT, p.malformed);
+	ip6(h, 4, 8);
+	EXPECT_EQ(-EINVAL, kml_filter_parse_ipv6(&p, h, 48, false));
+	EXPECT_EQ(KML_FILTER_BAD_VERSION, p.malformed);
+	EXPECT_EQ(KML_FILTER_FAMILY_IPV6, p.family);
+	EXPECT_EQ(KML_FILTER_DIR_IN, p.dir);
+	EXPECT_EQ(0, p.dst[0]);
+	ip6(h, 6, 9);
+	EXPECT_EQ(-EINVAL, kml_filter_parse_ipv6(&p, h, 48, false));
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	ip6(h, 6, 0);
+	EXPECT_EQ(0, kml_filter_parse_ipv6(&p, h, 48, false));
+	EXPECT_EQ(0, kml_filter_parse_ipv6(&p, h, 100000, true));
+}
+
+TEST(parse_ipv6_fragments_like_ipv4)
+{
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_OUT };
+	__u8 h[40], ports[4] = { 0x13, 0x88, 0x00, 0x35 };
+
+	ip6(h, 6, 16);
+	/* whole, or a first fragment: the protocol and its ports */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, 17, 0);
+	EXPECT_EQ(17, p.proto);
+	EXPECT_EQ(0, p.later_frag);
+	ASSERT_TRUE(kml_filter_wants_ports(&p));
+	kml_filter_set_ports(&p, ports);
+	EXPECT_EQ(1, p.has_ports);
+	EXPECT_EQ(5000, p.sport);
+	EXPECT_EQ(53, p.dport);
+	/* a transport header cut short: no ports, still UDP */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, 17, 0);
+	kml_filter_set_ports(&p, NULL);
+	EXPECT_EQ(0, p.has_ports);
+	EXPECT_EQ(17, p.proto);
+	/* a later fragment keeps its protocol, as IPv4's does */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, 17, 8);
+	EXPECT_EQ(17, p.proto);
+	EXPECT_EQ(1, p.later_frag);
+	EXPECT_FALSE(kml_filter_wants_ports(&p));
+	EXPECT_FALSE(kml_filter_first_fragment_decides(&p));	/* out: judged */
+	p.dir = KML_FILTER_DIR_IN;
+	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
+	/* ... or none, when its header names another extension header */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, -ENOENT, 0);
+	EXPECT_EQ(0, p.proto);
+	EXPECT_EQ(1, p.later_frag);
+	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
+	/* a chain that does not parse: malformed */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0);
+	EXPECT_EQ(KML_FILTER_BAD_EXTHDR, p.malformed);
+	EXPECT_EQ(0, p.src[0]);
+	EXPECT_FALSE(kml_filter_wants_ports(&p));
+	EXPECT_FALSE(kml_filter_first_fragment_decides(&p));
+	/* an IPv4 later fragment on the way in (never, after reassembly) too */
+	p = pkt4("10.0.0.1", "10.0.0.2", 17, 0, 0, KML_FILTER_DIR_IN);
+	p.has_ports = 0;
+	p.later_frag = 1;
+	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
+}
+
+/* Which malformed packets the hook drops whatever the rules: the non-IP ones. */
+TEST(not_ip_is_dropped_whatever_the_rules)
+{
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_OUT };
+	__u8 h[60];	/* ip4() clears a header with options */
+
+	ip4(h, 5, 28, 0);
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	kml_filter_parse_ipv4(&p, h, 19, false);		/* short */
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	h[0] = 0x65;						/* version 6 */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip4(h, 4, 28, 0);					/* ihl 4 */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip4(h, 5, 29, 0);		/* IP, but its length lies: rules judge it */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+
+	ip6(h, 6, 8);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	kml_filter_parse_ipv6(&p, h, 39, false);		/* short */
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip6(h, 4, 8);						/* version 4 */
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_TRUE(kml_filter_not_ip(&p));
+	ip6(h, 6, 9);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+	ip6(h, 6, 8);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0);		/* chain cut short */
+	EXPECT_FALSE(kml_filter_not_ip(&p));
+}
+
+/* Rules a malformed packet meets: only those naming no proto, address, port. */
+TEST(malformed_matches_only_family_and_direction)
+{
+	static const char *const text[] = {
+		"accept in udp dport 9",	/* 0 */
+		"accept in ipv4 udp",		/* 1 */
+		"accept in ipv4 src 0.0.0.0/1",	/* 2: would match a zero address */
+		"accept in ipv6 dst ::/8",	/* 3 */
+		"drop out",			/* 4 */
+		"drop in ipv6",			/* 5 */
+		"accept in",			/* 6 */
+	};
+	struct kml_filter_rule r[7];
+	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_IN };
+	struct kml_filter_index ix;
+	void *mem = malloc(kml_filter_index_mem(7));
+	__u8 h[60];
+	char err[256];
+	__u32 i;
+
+	ASSERT_NE(NULL, mem);
+	for (i = 0; i < 7; i++)
+		ASSERT_EQ(0, parse(text[i], &r[i], err)) TH_LOG("%s: %s", text[i], err);
+	kml_filter_index_build(&ix, r, 7, mem);
+	ip4(h, 5, 28, 0);
+	h[0] = 0x45 ^ 0x20;	/* version 6 in an IPv4 hook */
+	kml_filter_parse_ipv4(&p, h, 28, false);
+	ASSERT_EQ(KML_FILTER_BAD_VERSION, p.malformed);
+	EXPECT_EQ(6, kml_filter_lookup(&ix, &p));
+	EXPECT_EQ(6, linear(r, 7, &p));
+	ip6(h, 6, 100);
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	ASSERT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
+	EXPECT_EQ(5, kml_filter_lookup(&ix, &p));
+	/* without the family and direction rules, the policy decides */
+	kml_filter_index_build(&ix, r, 4, mem);
+	EXPECT_EQ(KML_FILTER_NOMATCH, kml_filter_lookup(&ix, &p));
+	/* the same header, parsed, meets rule 3 */
+	ip6(h, 6, 8);
+	h[24] = 0;
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	ASSERT_EQ(KML_FILTER_BAD_NONE, p.malformed);
+	EXPECT_EQ(3, kml_filter_lookup(&ix, &p));
+	free(mem);
+}
+
+TEST(gso_wire_bytes)
+{
+	__u64 pk, by;
+
+	/* not GSO: one packet, its length, whatever gso_segs says */
+	kml_filter_wire(128, 0, 0, 0, &pk, &by);
+	EXPECT_EQ(1, pk);
+	EXPECT_EQ(128, by);
+	kml_filter_wire(128, 1, 0, 28, &pk, &by);
+	EXPECT_EQ(1, pk);
+	EXPECT_EQ(128, by);
+	/* UDP GSO: 10 segments of 1000 bytes, 28 bytes of headers each */
+	kml_filter_wire(28 + 10000, 10, 1000, 28, &pk, &by);
+	EXPECT_EQ(10, pk);
+	EXPECT_EQ(10 * 1028, by);
+	/* TSO, the last segment short: 3 x 1448 + 100, 52-byte headers */
+	kml_filter_wire(52 + 3 * 1448 + 100, 4, 1448, 52, &pk, &by);
+	EXPECT_EQ(4, pk);
+	EXPECT_EQ(4 * 52 + 3 * 1448 + 100, by);
+	/* a sender that left gso_segs 0 (SKB_GSO_DODGY): from gso_size */
+	kml_filter_wire(52 + 3 * 1448 + 100, 0, 1448, 52, &pk, &by);
+	EXPECT_EQ(4, pk);
+	EXPECT_EQ(4 * 52 + 3 * 1448 + 100, by);
+	kml_filter_wire(52, 0, 1448, 52, &pk, &by);
+	EXPECT_EQ(1, pk);
+	EXPECT_EQ(52, by);
+	/* the most an skb can stand for does not overflow */
+	kml_filter_wire(0xffffffffu, 0xffff, 0xffff, 0xffffffffu, &pk, &by);
+	EXPECT_EQ(0xffff, pk);
+	EXPECT_EQ(0xffffffffull * 0xffff, by);
 }
 
 TEST(ten_thousand_hosts_are_found)

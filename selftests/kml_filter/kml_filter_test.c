@@ -12,12 +12,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
 #include <netinet/ip_icmp.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -248,8 +251,11 @@ static int udp_collect(int rx, int want, int quiet_ms)
 
 static int udp_send(int tx, int count, int len)
 {
-	char buf[1500] = { 0 };
+	static char buf[4096];
 	int i, sent = 0;
+
+	if (len > (int)sizeof(buf))
+		return -1;
 
 	for (i = 0; i < count; i++)
 		sent += send(tx, buf, len, 0) == len;
@@ -257,21 +263,27 @@ static int udp_send(int tx, int count, int len)
 }
 
 /*
- * How many of @count 100-byte datagrams B -> A:@port arrive, @want being
+ * How many of @count @len-byte datagrams B -> A:@port arrive, @want being
  * the number the caller expects (waited for, see SLOW_MS).
  */
-static int udp_through(const struct nets *n, int v6, int port, int count,
-		       int want)
+static int udp_through_len(const struct nets *n, int v6, int port, int count,
+			   int len, int want)
 {
 	int rx, tx, got = -1;
 
 	if (!udp_pair(n, v6, port, &rx, &tx)) {
-		udp_send(tx, count, 100);
+		udp_send(tx, count, len);
 		got = udp_collect(rx, want, 300);
 	}
 	close(rx);
 	close(tx);
 	return got;
+}
+
+static int udp_through(const struct nets *n, int v6, int port, int count,
+		       int want)
+{
+	return udp_through_len(n, v6, port, count, 100, want);
 }
 
 /* 1 if B connects to A:@port within @ms, 0 if not. */
@@ -662,6 +674,226 @@ TEST_F_TIMEOUT(filter, counters_are_exact, 120)
 	buf[len] = '\0';
 	EXPECT_NE(NULL, strstr(buf, "kml_filter packets_in counter "));
 	EXPECT_NE(NULL, strstr(buf, "kml_filter dropped counter "));
+}
+
+/*
+ * A datagram bigger than the link's MTU crosses it in fragments. IPv4
+ * reassembles them before LOCAL_IN, so the hook judges the datagram;
+ * IPv6 reassembles after it, so the hook sees each fragment, and only the
+ * first has ports. Allowed by a port rule under policy drop, a fragmented
+ * datagram must arrive all the same, for both families; dropped by one,
+ * no part of it may.
+ */
+TEST_F_TIMEOUT(filter, fragmented_datagrams_arrive_under_policy_drop, 180)
+{
+	/* 3008 bytes of UDP in 1500-byte packets: 3 IPv6 fragments */
+	const int count = 5, len = 3000, later = 2;
+	long long f0;
+	int v6;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		ASSERT_EQ(0, replace(self->fa, NULL, 0, KML_FILTER_DROP));
+		ASSERT_EQ(0, add_rule(self->fa, "accept in udp dport 9000"));
+		f0 = filter_stat("fragments_passed");
+		EXPECT_EQ(count, udp_through_len(&self->n, v6, PORT_UDP, count, len, count))
+			TH_LOG("ipv%d: fragmented datagrams lost under policy drop", v6 ? 6 : 4);
+		/* the rule judged each datagram once: IPv6's first fragment */
+		EXPECT_EQ(count, rule_packets(self->fa, 0, count));
+		EXPECT_EQ(f0 + (v6 ? later * count : 0), filter_stat("fragments_passed"));
+		EXPECT_EQ(0, udp_through_len(&self->n, v6, PORT_UDP + 1, count, len, 0));
+		EXPECT_EQ(5, udp_through(&self->n, v6, PORT_UDP, 5, 5));
+
+		/* a port dropped: no part of a datagram gets through */
+		ASSERT_EQ(0, replace(self->fa, NULL, 0, KML_FILTER_ACCEPT));
+		ASSERT_EQ(0, add_rule(self->fa, "drop in udp dport 9000"));
+		EXPECT_EQ(0, udp_through_len(&self->n, v6, PORT_UDP, count, len, 0));
+		EXPECT_EQ(count, rule_packets(self->fa, 0, count));
+		EXPECT_EQ(count, udp_through_len(&self->n, v6, PORT_UDP + 1, count, len, count));
+	}
+}
+
+/* @field of the @section lines of /proc/net/@file in @ns, or -1. */
+static long long net_stat(const struct nets *n, int ns, const char *file,
+			  const char *section, const char *field)
+{
+	char path[64], names[4096], vals[4096], *sn, *sv, *nn, *nv;
+	long long v = -1;
+	size_t len = strlen(section);
+	FILE *f;
+
+	if (enter(ns))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/thread-self/net/%s", file);
+	f = fopen(path, "r");
+	if (enter(n->orig) || !f) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	/* "Tcp: name name ..." then "Tcp: value value ..." */
+	while (fgets(names, sizeof(names), f) && fgets(vals, sizeof(vals), f)) {
+		if (strncmp(names, section, len) || names[len] != ':')
+			continue;
+		nn = strtok_r(names + len + 1, " \n", &sn);
+		nv = strtok_r(vals + len + 1, " \n", &sv);
+		for (; nn && nv; nn = strtok_r(NULL, " \n", &sn), nv = strtok_r(NULL, " \n", &sv))
+			if (!strcmp(nn, field)) {
+				v = atoll(nv);
+				break;
+			}
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/* An ethtool on/off setting (ETHTOOL_STSO, _SGRO, ...) of @dev in @ns. */
+static int ethtool_set(const struct nets *n, int ns, const char *dev,
+		       __u32 cmd, __u32 on)
+{
+	struct ethtool_value ev = { .cmd = cmd, .data = on };
+	struct ifreq ifr = { 0 };
+	int s = ns_socket(n, ns, AF_INET, SOCK_DGRAM), ret;
+
+	if (s < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
+	ifr.ifr_data = (void *)&ev;
+	ret = ioctl(s, SIOCETHTOOL, &ifr);
+	close(s);
+	return ret;
+}
+
+/*
+ * @bytes over TCP from B to A:@port; the bytes A received. The sockets
+ * stay open (returned in @l, @c, @a) so no FIN is in flight when the
+ * caller reads the counters.
+ */
+static long tcp_transfer(const struct nets *n, int v6, int port, long bytes,
+			 int *l, int *c, int *a)
+{
+	static char buf[65536];
+	struct sockaddr_storage ss;
+	long long end = now_ms() + 6 * SLOW_MS;
+	long sent = 0, got = 0;
+	int one = 1;
+	socklen_t len;
+
+	*a = -1;
+	*l = ns_socket(n, n->a, v6 ? AF_INET6 : AF_INET, SOCK_STREAM);
+	*c = ns_socket(n, n->b, v6 ? AF_INET6 : AF_INET, SOCK_STREAM);
+	setsockopt(*l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	len = addr_of(v6, v6 ? "::" : "0.0.0.0", port, &ss);
+	if (bind(*l, (struct sockaddr *)&ss, len) || listen(*l, 1))
+		return -1;
+	len = addr_of(v6, a_addr(v6), port, &ss);
+	if (connect(*c, (struct sockaddr *)&ss, len))
+		return -1;
+	*a = accept(*l, NULL, NULL);
+	if (*a < 0)
+		return -1;
+	fcntl(*c, F_SETFL, O_NONBLOCK);
+	fcntl(*a, F_SETFL, O_NONBLOCK);
+	while (got < bytes && now_ms() < end) {
+		struct pollfd p[2] = {
+			{ .fd = *c, .events = sent < bytes ? POLLOUT : 0 },
+			{ .fd = *a, .events = POLLIN },
+		};
+		ssize_t r;
+
+		if (poll(p, 2, 1000) < 0)
+			return -1;
+		if (p[0].revents & POLLOUT) {
+			r = send(*c, buf, (size_t)(bytes - sent) < sizeof(buf) ?
+				 (size_t)(bytes - sent) : sizeof(buf), 0);
+			if (r > 0)
+				sent += r;
+		}
+		if (p[1].revents & POLLIN) {
+			r = recv(*a, buf, sizeof(buf), 0);
+			if (r > 0)
+				got += r;
+		}
+	}
+	return got;
+}
+
+/*
+ * TCP hands the stack one skb for many segments (GSO, and TSO on a
+ * device that can), and a receiving device may merge segments into one
+ * (GRO): how many packets a rule counts must not depend on either. B's
+ * own TCP counters say how many segments it sent (OutSegs and
+ * RetransSegs count each segment of a GSO skb); B's LOCAL_OUT rule must
+ * count as many, and A's LOCAL_IN rule the same again, while A's InSegs,
+ * counted per skb, shows the hook did see merged packets. First with B's
+ * TSO packets crossing the veth pair whole, then with B's segments cut
+ * apart by the veth (no TSO) and merged again by GRO on A's side.
+ */
+TEST_F_TIMEOUT(filter, tcp_gso_gro_counted_as_segments, 600)
+{
+	const long bytes = 1 << 20;
+	struct kml_filter_entry ea, eb;
+	long long out0, re0, in0, outs, res, ins;
+	int v6, gro, l, c, a;
+	long long end;
+	__u32 na, nb;
+	long got;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		for (gro = 0; gro <= 1; gro++) {
+			ASSERT_EQ(0, ethtool_set(&self->n, self->n.b, "vb", ETHTOOL_STSO, !gro));
+			ASSERT_EQ(0, ethtool_set(&self->n, self->n.a, "va", ETHTOOL_SGRO, gro));
+			ASSERT_EQ(0, replace(self->fa, NULL, 0, KML_FILTER_ACCEPT));
+			ASSERT_EQ(0, replace(self->fb, NULL, 0, KML_FILTER_ACCEPT));
+			ASSERT_EQ(0, add_rule(self->fa, "accept in tcp"));
+			ASSERT_EQ(0, add_rule(self->fb, "accept out tcp"));
+			out0 = net_stat(&self->n, self->n.b, "snmp", "Tcp", "OutSegs");
+			re0 = net_stat(&self->n, self->n.b, "snmp", "Tcp", "RetransSegs");
+			in0 = net_stat(&self->n, self->n.a, "snmp", "Tcp", "InSegs");
+			ASSERT_LE(0, out0);
+			ASSERT_LE(0, re0);
+			ASSERT_LE(0, in0);
+			got = tcp_transfer(&self->n, v6, PORT_TCP + gro, bytes, &l, &c, &a);
+			EXPECT_EQ(bytes, got);
+			/* a late retransmission moves both counts: read until they agree */
+			end = now_ms() + SLOW_MS;
+			do {
+				na = nb = 1;
+				ASSERT_EQ(0, list(self->fa, &ea, &na));
+				ASSERT_EQ(0, list(self->fb, &eb, &nb));
+				outs = net_stat(&self->n, self->n.b, "snmp", "Tcp", "OutSegs") - out0;
+				res = net_stat(&self->n, self->n.b, "snmp", "Tcp", "RetransSegs") - re0;
+				ins = net_stat(&self->n, self->n.a, "snmp", "Tcp", "InSegs") - in0;
+				if ((long long)eb.packets == outs + res &&
+				    (res || ea.packets == eb.packets))
+					break;
+				usleep(100000);
+			} while (now_ms() < end);
+			close(a);
+			close(c);
+			close(l);
+			TH_LOG("ipv%d %s: B sent %lld segments (%lld again), A's TCP saw %lld skbs; rules: out %llu, in %llu",
+			       v6 ? 6 : 4, gro ? "GRO" : "TSO", outs, res, ins,
+			       (unsigned long long)eb.packets, (unsigned long long)ea.packets);
+			EXPECT_EQ(outs + res, (long long)eb.packets);
+			if (res)
+				continue;	/* a lost segment: A saw fewer */
+			EXPECT_EQ(eb.packets, ea.packets);
+			EXPECT_EQ(eb.bytes, ea.bytes);
+			/* each segment's IP and TCP headers counted once */
+			EXPECT_LE(bytes + (v6 ? 60 : 40) * (long long)ea.packets, (long long)ea.bytes);
+			EXPECT_GE(bytes + (v6 ? 100 : 80) * (long long)ea.packets, (long long)ea.bytes);
+			/* the hook did see packets that stand for several */
+			if (!gro) {
+				EXPECT_LT(ins, (long long)ea.packets)
+					TH_LOG("no TSO packet reached A whole");
+			} else if (ins == (long long)ea.packets) {
+				TH_LOG("GRO merged nothing this time");
+			}
+		}
+	}
+	ethtool_set(&self->n, self->n.b, "vb", ETHTOOL_STSO, 1);
+	ethtool_set(&self->n, self->n.a, "va", ETHTOOL_SGRO, 0);
 }
 
 TEST_F_TIMEOUT(filter, namespaces_are_separate, 120)
@@ -1538,6 +1770,9 @@ struct xpkt {
 	int fraghdr;		/* IPv6: with a fragment header */
 	__u16 frag;		/* IPv4 frag_off, IPv6 ip6f_offlg (host order) */
 	int bad_ext;		/* IPv6: a hop-by-hop header that is not there */
+	int version;		/* the IP version written, if not the family's */
+	int ihl;		/* IPv4: the header length written, if not 5 */
+	int plen_extra;		/* IPv6: bytes the payload length claims beyond it */
 };
 
 /* Sends @p to the loopback: 0 if LOCAL_OUT let it pass, else -errno. */
@@ -1552,7 +1787,7 @@ static int xsend(int raw4, int raw6, const struct xpkt *p)
 		struct iphdr *ip = (struct iphdr *)buf;
 
 		ip->version = 4;
-		ip->ihl = 5;
+		ip->ihl = p->ihl ? p->ihl : 5;
 		ip->ttl = 64;
 		ip->protocol = p->proto;
 		ip->frag_off = htons(p->frag);
@@ -1596,7 +1831,10 @@ static int xsend(int raw4, int raw6, const struct xpkt *p)
 		}
 	}
 	if (p->v6)
-		((struct ip6_hdr *)buf)->ip6_plen = htons(off - sizeof(struct ip6_hdr));
+		((struct ip6_hdr *)buf)->ip6_plen = htons(off - sizeof(struct ip6_hdr) +
+							  p->plen_extra);
+	if (p->version)		/* in the top 4 bits of the first byte, both */
+		buf[0] = (unsigned char)(p->version << 4 | (buf[0] & 0xf));
 	if (sendto(p->v6 ? raw6 : raw4, buf, off, 0, (struct sockaddr *)&ss, sl) ==
 	    (ssize_t)off)
 		return 0;
@@ -1701,7 +1939,8 @@ TEST_F_TIMEOUT(lo, rules_match_crafted_packets, 120)
  * What the hooks make of packets whose ports are not there: a later
  * fragment, a transport header cut short, an IPv6 extension header chain
  * that does not parse. A port rule must not match them; a rule without
- * ports still does, by family and (IPv4) protocol.
+ * ports still does, by family and protocol (for a later fragment, the
+ * one its IPv4 header or IPv6 fragment header names).
  */
 TEST_F_TIMEOUT(lo, packets_without_ports, 120)
 {
@@ -1718,6 +1957,9 @@ TEST_F_TIMEOUT(lo, packets_without_ports, 120)
 		{ "v6 whole", { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9 }, 1, 1 },
 		{ "v6 first fragment", { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
 					 .fraghdr = 1, .frag = 1 }, 1, 1 },
+		/* the protocol its fragment header names, as IPv4's keeps it */
+		{ "v6 later fragment", { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
+					 .fraghdr = 1, .frag = 1 << 3 }, 0, 1 },
 		{ "v6 no udp header", { .v6 = 1, .proto = IPPROTO_UDP, .no_l4 = 1 }, 0, 1 },
 	};
 	static const struct {
@@ -1725,8 +1967,9 @@ TEST_F_TIMEOUT(lo, packets_without_ports, 120)
 		struct xpkt p;
 	} v6_unknown[] = {
 		/* no protocol to match: only a rule for the whole family */
-		{ "v6 later fragment", { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
-					 .fraghdr = 1, .frag = 1 << 3 } },
+		{ "v6 later fragment of an extension header",
+		  { .v6 = 1, .proto = IPPROTO_DSTOPTS, .fraghdr = 1, .frag = 1 << 3,
+		    .no_l4 = 1 } },
 		{ "v6 bad extension header", { .v6 = 1, .proto = IPPROTO_UDP, .bad_ext = 1 } },
 	};
 	struct kml_filter_rule port, proto, fam;
@@ -1752,6 +1995,161 @@ TEST_F_TIMEOUT(lo, packets_without_ports, 120)
 		ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
 		EXPECT_EQ(-EPERM, xsend(self->raw4, self->raw6, &v6_unknown[k].p))
 			TH_LOG("%s, family rule", v6_unknown[k].what);
+	}
+}
+
+/*
+ * Headers that do not parse reach LOCAL_OUT from a raw socket: Linux
+ * checks an IPv4 header's length and rewrites its total length, but not
+ * its version, and checks nothing of an IPv6 header. Read as if they
+ * were right, they would meet the rules an administrator wrote for real
+ * packets ("accept udp dport 9") and slip past policy drop. A packet of
+ * the wrong version is no packet of the hook's family: dropped whatever
+ * the rules. One whose length fields or extension headers do not parse
+ * meets only rules that name no protocol, address or port, and else the
+ * policy. Both are counted as malformed.
+ */
+TEST_F_TIMEOUT(lo, malformed_never_passes_policy_drop, 120)
+{
+	static const char *const allow[] = {
+		"accept out udp dport 9",
+		"accept out ipv4 src 127.0.0.0/8",
+		"accept out ipv6 dst ::1",
+		"accept out ipv4 udp",
+	};
+	static const struct {
+		const char *what;
+		int not_ip;	/* dropped whatever the rules */
+		struct xpkt p;
+	} bad[] = {
+		{ "v4 header, version 6", 1, { .proto = IPPROTO_UDP, .dport = 9, .version = 6 } },
+		{ "v4 header, version 15", 1, { .proto = IPPROTO_UDP, .dport = 9, .version = 15 } },
+		{ "v6 header, version 4", 1, { .v6 = 1, .proto = IPPROTO_UDP, .dport = 9,
+					       .version = 4 } },
+		{ "v6 payload length past the end", 0, { .v6 = 1, .proto = IPPROTO_UDP,
+							  .dport = 9, .plen_extra = 1 } },
+		{ "v6 bad extension header", 0, { .v6 = 1, .proto = IPPROTO_UDP, .bad_ext = 1 } },
+	};
+	const __u32 n = sizeof(allow) / sizeof(allow[0]);
+	struct kml_filter_rule r[sizeof(allow) / sizeof(allow[0])], fam;
+	struct kml_filter_info i0, i1;
+	long long m0 = filter_stat("malformed"), d0;
+	size_t k, nbad = sizeof(bad) / sizeof(bad[0]), nip = 0;
+
+	for (k = 0; k < nbad; k++)
+		nip += !bad[k].not_ip;
+	ASSERT_EQ(0, rules_of(allow, n, r));
+	ASSERT_EQ(0, replace(self->fd, r, n, KML_FILTER_DROP));
+	/* the same packets with their headers right are allowed */
+	EXPECT_EQ(0, xsend(self->raw4, self->raw6,
+			   &(struct xpkt){ .proto = IPPROTO_UDP, .dport = 9 }));
+	EXPECT_EQ(0, xsend(self->raw4, self->raw6,
+			   &(struct xpkt){ .v6 = 1, .proto = IPPROTO_UDP, .dport = 9 }));
+	i0 = info_of(self->fd);
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(-EPERM, xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s passed policy drop", bad[k].what);
+	}
+	/* the IP ones were the policy's; all counted as malformed */
+	EXPECT_LE(0, m0);
+	i1 = info_of(self->fd);
+	EXPECT_EQ(i0.policy_packets + nip, i1.policy_packets);
+	EXPECT_EQ(m0 + (long long)nbad, filter_stat("malformed"));
+
+	/*
+	 * The other IPv4 checks cannot be reached this way: the socket
+	 * refuses a header under 20 bytes and writes tot_len itself
+	 * (raw_send_hdrinc()), and ip_rcv_core() drops such packets before
+	 * LOCAL_IN. The host tests cover them.
+	 */
+	EXPECT_EQ(-EINVAL, xsend(self->raw4, self->raw6,
+				 &(struct xpkt){ .proto = IPPROTO_UDP, .dport = 9, .ihl = 4 }));
+
+	/* a rule for a whole family (and direction) takes the IP ones */
+	ASSERT_EQ(0, rule_of("accept out ipv6", &fam));
+	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_DROP));
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(bad[k].p.v6 && !bad[k].not_ip ? 0 : -EPERM,
+			  xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s, accept out ipv6", bad[k].what);
+	}
+	ASSERT_EQ(0, rule_of("drop out ipv4", &fam));
+	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(bad[k].p.v6 && !bad[k].not_ip ? 0 : -EPERM,
+			  xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s, drop out ipv4", bad[k].what);
+	}
+	/* under policy accept, a port rule does not drop the IP ones */
+	ASSERT_EQ(0, rule_of("drop out udp dport 9", &fam));
+	ASSERT_EQ(0, replace(self->fd, &fam, 1, KML_FILTER_ACCEPT));
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(bad[k].not_ip ? -EPERM : 0, xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s, drop out udp dport 9", bad[k].what);
+	}
+	/* and no rule at all under policy accept still drops the others */
+	ASSERT_EQ(0, replace(self->fd, NULL, 0, KML_FILTER_ACCEPT));
+	i0 = info_of(self->fd);
+	d0 = filter_stat("dropped");
+	for (k = 0; k < nbad; k++) {
+		EXPECT_EQ(bad[k].not_ip ? -EPERM : 0, xsend(self->raw4, self->raw6, &bad[k].p))
+			TH_LOG("%s, no rules, policy accept", bad[k].what);
+	}
+	i1 = info_of(self->fd);
+	EXPECT_EQ(i0.policy_packets + nip, i1.policy_packets);
+	EXPECT_EQ(d0 + (long long)(nbad - nip), filter_stat("dropped"));
+	EXPECT_EQ(m0 + 5 * (long long)nbad, filter_stat("malformed"));
+}
+
+/*
+ * UDP GSO (UDP_SEGMENT): one send of 10 segments is one skb through
+ * LOCAL_OUT and, over the loopback, which keeps it whole, through
+ * LOCAL_IN. Both rules count 10 packets of 1000 bytes of payload, each
+ * with its own IP and UDP header, as they would had each been sent alone.
+ */
+TEST_F_TIMEOUT(lo, udp_gso_counted_as_segments, 120)
+{
+	static const char *const text[] = {
+		"accept out udp dport 9100",
+		"accept in udp dport 9100",
+	};
+	const int seg = 1000, nseg = 10;
+	static char buf[10000];
+	struct kml_filter_rule r[2];
+	struct kml_filter_entry e[2];
+	struct sockaddr_storage ss;
+	int v6, rx, tx, i, gso = seg;
+	socklen_t len;
+	__u32 n;
+
+	for (v6 = 0; v6 <= 1; v6++) {
+		ASSERT_EQ(0, rules_of(text, 2, r));
+		ASSERT_EQ(0, replace(self->fd, r, 2, KML_FILTER_ACCEPT));
+		rx = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		tx = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		ASSERT_LE(0, rx);
+		ASSERT_LE(0, tx);
+		len = addr_of(v6, v6 ? "::1" : "127.0.0.1", 9100, &ss);
+		ASSERT_EQ(0, bind(rx, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(0, setsockopt(tx, SOL_UDP, UDP_SEGMENT, &gso, sizeof(gso)));
+		ASSERT_EQ(sizeof(buf), sendto(tx, buf, sizeof(buf), 0,
+					      (struct sockaddr *)&ss, len));
+		/* the receiver, without UDP GRO, gets the segments one by one */
+		for (i = 0; i < nseg; i++) {
+			struct pollfd p = { .fd = rx, .events = POLLIN };
+
+			ASSERT_EQ(1, poll(&p, 1, SLOW_MS));
+			ASSERT_EQ(seg, recv(rx, buf, sizeof(buf), 0));
+		}
+		n = 2;
+		ASSERT_EQ(0, list(self->fd, e, &n));
+		for (i = 0; i < 2; i++) {
+			EXPECT_EQ(nseg, e[i].packets) TH_LOG("ipv%d %s", v6 ? 6 : 4, text[i]);
+			EXPECT_EQ(nseg * ((v6 ? 40 : 20) + 8 + seg), e[i].bytes)
+				TH_LOG("ipv%d %s", v6 ? 6 : 4, text[i]);
+		}
+		close(rx);
+		close(tx);
 	}
 }
 
