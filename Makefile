@@ -14,6 +14,9 @@ ifneq ($(filter install,$(MAKECMDGOALS)),)
 KDIR ?= /lib/modules/$(shell uname -r)/build
 endif
 
+# KMODLAB_GCOV=0: modules without gcov profiling (make bench), built apart
+KML_NOGCOV := $(if $(filter 0,$(KMODLAB_GCOV)),-nogcov)
+
 # KDIR defaults to the cached test kernel; point it at any configured tree
 # (e.g. /lib/modules/$(uname -r)/build) to build for a real host.
 ifeq ($(origin KDIR),undefined)
@@ -21,11 +24,11 @@ ifeq ($(origin KDIR),undefined)
 # source package, which changes the cache key.
 KDIR      = $$($(KSCRIPT) kdir)
 KDIR_DEP  := kernel
-KBUILDDIR := $(BUILD)/kmod/$(KVER)-$(PROFILE)
+KBUILDDIR := $(BUILD)/kmod/$(KVER)-$(PROFILE)$(KML_NOGCOV)
 else
 KDIR_DEP  :=
 # Named after the kernel it is for (its release), where the tree says.
-KBUILDDIR := $(BUILD)/kmod/$(or $(shell cat '$(KDIR)/include/config/kernel.release' 2>/dev/null),custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8))
+KBUILDDIR := $(BUILD)/kmod/$(or $(shell cat '$(KDIR)/include/config/kernel.release' 2>/dev/null),custom-$(shell echo '$(KDIR)' | md5sum | cut -c1-8))$(KML_NOGCOV)
 # Another kernel is a real host's: no test-only modules (one WARNs on
 # purpose) unless asked for (KMODLAB_TESTS=1: its selftests need them).
 ifneq ($(KMODLAB_TESTS),1)

@@ -63,6 +63,7 @@ struct kml_stats_set *kml_stats_register(const char *name,
 					 unsigned int n);
 void kml_stats_unregister(struct kml_stats_set *set);
 void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta);
+u64 __percpu *kml_stats_counter(struct kml_stats_set *set, unsigned int id);
 void kml_stats_hist_add(struct kml_stats_set *set, unsigned int id, u64 val);
 u64 kml_stats_read(struct kml_stats_set *set, unsigned int id);
 void kml_stats_reset(struct kml_stats_set *set);

@@ -314,6 +314,10 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 		enum kml_filter_kind kind = kml_filter_key_of(r);
 		__u32 *head;
 
+		ix->kinds |= 1u << kind;
+		if (!kml_filter_ports_any(r->sport_lo, r->sport_hi) ||
+		    !kml_filter_ports_any(r->dport_lo, r->dport_hi))
+			ix->ports = 1;
 		if (kind == KML_FK_LINEAR) {
 			head = &ix->linear;
 		} else {
@@ -350,6 +354,26 @@ static __u32 kml_filter_probe_prefixes(const struct kml_filter_index *ix,
 	unsigned int i;
 	__u8 key[16];
 
+	if (!f) {
+		/*
+		 * IPv4: the address is one word, masked with a shift; the
+		 * hash is kml_filter_hash_prefix()'s on the masked bytes.
+		 */
+		__u32 a = (__u32)addr[0] << 24 | (__u32)addr[1] << 16 |
+			  (__u32)addr[2] << 8 | addr[3];
+
+		for (i = 0; i < ix->nlens[0][dst]; i++) {
+			__u8 len = ix->lens[0][dst][i];
+			__u32 h = kml_filter_mix(kml_filter_mix(kind, p->family),
+						 len);
+
+			/* len is 1..32: a prefix rule has an address */
+			h = kml_filter_mix(h, a & (~0u << (32 - len)));
+			best = kml_filter_walk(ix, ix->bucket[h & ix->mask], p,
+					       best);
+		}
+		return best;
+	}
 	for (i = 0; i < ix->nlens[f][dst]; i++) {
 		__u8 len = ix->lens[f][dst][i];
 		__u32 h;
@@ -363,23 +387,24 @@ static __u32 kml_filter_probe_prefixes(const struct kml_filter_index *ix,
 }
 
 /**
- * kml_filter_lookup() - the first rule that matches a packet
- * @ix: the index
+ * kml_filter_lookup_index() - kml_filter_lookup() with rules to look at
+ * @ix: the index, of at least one rule
  * @p: the packet
  *
  * Return: the rule's index, or %KML_FILTER_NOMATCH.
  */
-__u32 kml_filter_lookup(const struct kml_filter_index *ix,
-			const struct kml_filter_pkt *p)
+__u32 kml_filter_lookup_index(const struct kml_filter_index *ix,
+			      const struct kml_filter_pkt *p)
 {
 	__u32 best = KML_FILTER_NOMATCH;
 	__u32 h;
 
-	if (!ix->nrules)
-		return best;
-	if (p->has_ports) {
+	/* probe only for the kinds of key some rule has */
+	if (p->has_ports && (ix->kinds & (1u << KML_FK_DPORT))) {
 		h = kml_filter_hash_port(KML_FK_DPORT, p->proto, p->dport);
 		best = kml_filter_walk(ix, ix->bucket[h & ix->mask], p, best);
+	}
+	if (p->has_ports && (ix->kinds & (1u << KML_FK_SPORT))) {
 		h = kml_filter_hash_port(KML_FK_SPORT, p->proto, p->sport);
 		best = kml_filter_walk(ix, ix->bucket[h & ix->mask], p, best);
 	}
@@ -547,49 +572,6 @@ void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
 	p->later_frag = fragoff != 0;
 }
 
-/**
- * kml_filter_not_ip() - is @p no IP packet of its hook's family at all?
- * @p: a parsed packet
- *
- * Return: true if it has no whole fixed header, the wrong version or an
- * IPv4 header under 20 bytes: the hook drops it, whatever the rules.
- */
-bool kml_filter_not_ip(const struct kml_filter_pkt *p)
-{
-	return p->malformed == KML_FILTER_BAD_SHORT ||
-	       p->malformed == KML_FILTER_BAD_VERSION ||
-	       p->malformed == KML_FILTER_BAD_IHL;
-}
-
-/**
- * kml_filter_wants_ports() - should the caller read the packet's ports?
- * @p: a parsed packet
- *
- * Return: true for TCP and UDP, unless a later fragment (no transport
- * header) or malformed.
- */
-bool kml_filter_wants_ports(const struct kml_filter_pkt *p)
-{
-	return !p->malformed && !p->later_frag &&
-	       (p->proto == KML_FILTER_PROTO_TCP ||
-		p->proto == KML_FILTER_PROTO_UDP);
-}
-
-/**
- * kml_filter_set_ports() - the packet's ports, if its transport header has them
- * @p: a packet for which kml_filter_wants_ports() was true
- * @ports: the first 4 bytes of its transport header, NULL if cut short
- *	(then port rules do not match it)
- */
-void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports)
-{
-	if (!ports)
-		return;
-	p->has_ports = 1;
-	p->sport = kml_filter_be16(ports);
-	p->dport = kml_filter_be16(ports + 2);
-}
-
 /*
  * Fragments. IPv4 reassembles before LOCAL_IN (ip_local_deliver()), so
  * the hook sees whole datagrams there; IPv6 reassembles after it (the
@@ -618,47 +600,3 @@ void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports)
  * names and without ports, for IPv4 and IPv6 alike.
  */
 
-/**
- * kml_filter_first_fragment_decides() - should the hook pass @p unjudged?
- * @p: a parsed packet
- *
- * Return: true for a later fragment on the way in (see above).
- */
-bool kml_filter_first_fragment_decides(const struct kml_filter_pkt *p)
-{
-	return p->later_frag && p->dir == KML_FILTER_DIR_IN && !p->malformed;
-}
-
-/**
- * kml_filter_wire() - the packets and bytes one skb stands for
- * @len: its length from the IP header on
- * @gso_segs: skb_shinfo()->gso_segs of a GSO packet, 0 if not known
- * @gso_size: skb_shinfo()->gso_size: payload bytes per segment, 0 if the
- *	skb is no GSO packet
- * @hdrlen: the IP and transport header bytes each segment repeats
- * @packets: set to the number of packets
- * @bytes: set to their total length, from their IP headers on
- *
- * A GSO packet (TSO or UDP GSO on the way out, GRO on the way in) is one
- * skb for several packets on the wire, and whether the stack makes one
- * depends on offloads, not on traffic. Counted as the segments it stands
- * for, a rule's counters are the same either way: each segment repeats
- * the headers, as qdisc_pkt_len_init() counts them. A packet whose sender
- * left gso_segs 0 (SKB_GSO_DODGY, from a VM or tun) has its segments
- * worked out from gso_size, as there.
- */
-void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size, __u32 hdrlen,
-		     __u64 *packets, __u64 *bytes)
-{
-	__u64 segs = 1;
-
-	if (gso_size) {
-		segs = gso_segs;
-		if (!segs && len > hdrlen)
-			segs = (len - hdrlen + gso_size - 1) / gso_size;
-		if (!segs)
-			segs = 1;
-	}
-	*packets = segs;
-	*bytes = len + (segs - 1) * hdrlen;
-}

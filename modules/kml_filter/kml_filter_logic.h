@@ -87,6 +87,10 @@ enum kml_filter_kind {
  * @bucket: per hash bucket, 1 + the lowest rule index filed there, 0 empty
  * @next: per rule, 1 + the next higher rule index in its bucket, 0 last
  * @linear: 1 + the first rule filed under no key, 0 none
+ * @kinds: 1 << each enum kml_filter_kind some rule is filed under, so a
+ *	lookup probes only for keys that can be there
+ * @ports: some rule matches on a port: without one, a packet's ports need
+ *	not be read
  * @nlens: per [family 0=IPv4 1=IPv6][0=src 1=dst], prefix lengths in use
  * @lens: those lengths
  */
@@ -97,6 +101,8 @@ struct kml_filter_index {
 	__u32 *bucket;
 	__u32 *next;
 	__u32 linear;
+	__u8 kinds;
+	__u8 ports;
 	__u8 nlens[2][2];
 	__u8 lens[2][2][128];
 };
@@ -108,8 +114,8 @@ size_t kml_filter_index_mem(__u32 nrules);
 void kml_filter_index_build(struct kml_filter_index *ix,
 			    const struct kml_filter_rule *rules, __u32 nrules,
 			    void *mem);
-__u32 kml_filter_lookup(const struct kml_filter_index *ix,
-			const struct kml_filter_pkt *p);
+__u32 kml_filter_lookup_index(const struct kml_filter_index *ix,
+			      const struct kml_filter_pkt *p);
 enum kml_filter_kind kml_filter_key_of(const struct kml_filter_rule *r);
 void kml_filter_prefix_mask(__u8 *addr, unsigned int len);
 
@@ -118,11 +124,114 @@ __u32 kml_filter_parse_ipv4(struct kml_filter_pkt *p, const __u8 *h,
 int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
 			  bool gso_tcp);
 void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff);
-bool kml_filter_not_ip(const struct kml_filter_pkt *p);
-bool kml_filter_wants_ports(const struct kml_filter_pkt *p);
-void kml_filter_set_ports(struct kml_filter_pkt *p, const __u8 *ports);
-bool kml_filter_first_fragment_decides(const struct kml_filter_pkt *p);
-void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size, __u32 hdrlen,
-		     __u64 *packets, __u64 *bytes);
+
+/*
+ * Called for every packet: inline, so that the hook does not make a call
+ * across files for each of these few instructions.
+ */
+
+/**
+ * kml_filter_lookup() - the first rule that matches a packet
+ * @ix: the index
+ * @p: the packet
+ *
+ * Return: the rule's index, or %KML_FILTER_NOMATCH.
+ */
+static inline __u32 kml_filter_lookup(const struct kml_filter_index *ix,
+				      const struct kml_filter_pkt *p)
+{
+	return ix->nrules ? kml_filter_lookup_index(ix, p) : KML_FILTER_NOMATCH;
+}
+
+/**
+ * kml_filter_not_ip() - is @p no IP packet of its hook's family at all?
+ * @p: a parsed packet
+ *
+ * Return: true if it has no whole fixed header, the wrong version or an
+ * IPv4 header under 20 bytes: the hook drops it, whatever the rules.
+ */
+static inline bool kml_filter_not_ip(const struct kml_filter_pkt *p)
+{
+	return p->malformed == KML_FILTER_BAD_SHORT ||
+	       p->malformed == KML_FILTER_BAD_VERSION ||
+	       p->malformed == KML_FILTER_BAD_IHL;
+}
+
+/**
+ * kml_filter_wants_ports() - should the caller read the packet's ports?
+ * @p: a parsed packet
+ *
+ * Return: true for TCP and UDP, unless a later fragment (no transport
+ * header) or malformed.
+ */
+static inline bool kml_filter_wants_ports(const struct kml_filter_pkt *p)
+{
+	return !p->malformed && !p->later_frag &&
+	       (p->proto == KML_FILTER_PROTO_TCP ||
+		p->proto == KML_FILTER_PROTO_UDP);
+}
+
+/**
+ * kml_filter_set_ports() - the packet's ports, if its transport header has them
+ * @p: a packet for which kml_filter_wants_ports() was true
+ * @ports: the first 4 bytes of its transport header, NULL if cut short
+ *	(then port rules do not match it)
+ */
+static inline void kml_filter_set_ports(struct kml_filter_pkt *p,
+					const __u8 *ports)
+{
+	if (!ports)
+		return;
+	p->has_ports = 1;
+	p->sport = (__u16)(ports[0] << 8 | ports[1]);
+	p->dport = (__u16)(ports[2] << 8 | ports[3]);
+}
+
+/**
+ * kml_filter_first_fragment_decides() - should the hook pass @p unjudged?
+ * @p: a parsed packet
+ *
+ * Return: true for a later fragment on the way in (kml_filter_logic.c,
+ * "Fragments", says why).
+ */
+static inline bool
+kml_filter_first_fragment_decides(const struct kml_filter_pkt *p)
+{
+	return p->later_frag && p->dir == KML_FILTER_DIR_IN && !p->malformed;
+}
+
+/**
+ * kml_filter_wire() - the packets and bytes one skb stands for
+ * @len: its length from the IP header on
+ * @gso_segs: skb_shinfo()->gso_segs of a GSO packet, 0 if not known
+ * @gso_size: skb_shinfo()->gso_size: payload bytes per segment, 0 if the
+ *	skb is no GSO packet
+ * @hdrlen: the IP and transport header bytes each segment repeats
+ * @packets: set to the number of packets
+ * @bytes: set to their total length, from their IP headers on
+ *
+ * A GSO packet (TSO or UDP GSO on the way out, GRO on the way in) is one
+ * skb for several packets on the wire, and whether the stack makes one
+ * depends on offloads, not on traffic. Counted as the segments it stands
+ * for, a rule's counters are the same either way: each segment repeats
+ * the headers, as qdisc_pkt_len_init() counts them. A packet whose sender
+ * left gso_segs 0 (SKB_GSO_DODGY, from a VM or tun) has its segments
+ * worked out from gso_size, as there.
+ */
+static inline void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size,
+				   __u32 hdrlen, __u64 *packets, __u64 *bytes)
+{
+	__u64 segs = 1;
+
+	if (gso_size) {
+		segs = gso_segs;
+		if (!segs && len > hdrlen)
+			segs = (len - hdrlen + gso_size - 1) / gso_size;
+		if (!segs)
+			segs = 1;
+	}
+	*packets = segs;
+	*bytes = len + (segs - 1) * hdrlen;
+}
 
 #endif /* _KML_FILTER_LOGIC_H */

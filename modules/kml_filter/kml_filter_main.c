@@ -125,6 +125,20 @@ static const struct kml_stats_desc kml_filter_stats_desc[] = {
 };
 
 static struct kml_stats_set *kml_filter_stats;
+
+/*
+ * The hook counts every packet twice in kml_stats (seen, and its
+ * verdict): their per-CPU slots are looked up once, at load, so that
+ * each count is one inline this_cpu_add() rather than a call into
+ * kml_stats and its checks. Everything else counts with kml_stats_inc().
+ */
+static u64 __percpu *kml_filter_slot[ARRAY_SIZE(kml_filter_stats_desc)];
+
+static inline void kml_filter_count(unsigned int id, u64 n)
+{
+	this_cpu_add(*kml_filter_slot[id], n);
+}
+
 static unsigned int kml_filter_net_id __read_mostly;
 
 static void kml_filter_set_free(struct kml_filter_set *set)
@@ -231,9 +245,12 @@ static u32 kml_filter_seg_hdrlen(const struct sk_buff *skb, int off, u32 thoff,
  * kml_filter_parse_ipv4()): a raw socket's LOCAL_OUT packet is whatever
  * its sender wrote. Everything is read with skb_header_pointer(), which
  * copies what is split across fragments and returns NULL past the end.
+ * The ports are read only if a rule of @set or the tracepoint needs them:
+ * every packet pays for what is read, whether a rule looks at it or not.
  */
 static u32 kml_filter_parse(const struct sk_buff *skb,
 			    const struct nf_hook_state *state,
+			    const struct kml_filter_set *set,
 			    struct kml_filter_pkt *p)
 {
 	int off = skb_network_offset(skb);
@@ -261,7 +278,8 @@ static u32 kml_filter_parse(const struct sk_buff *skb,
 				thoff = at - off;
 		}
 	}
-	if (kml_filter_wants_ports(p))
+	if (kml_filter_wants_ports(p) &&
+	    (set->ix.ports || trace_verdict_enabled()))
 		kml_filter_set_ports(p, skb_header_pointer(skb, off + thoff,
 							   sizeof(_ports),
 							   _ports));
@@ -283,25 +301,25 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	set = rcu_dereference(kml_filter_pernet(state->net)->set);
 	if (unlikely(!set))
 		return NF_ACCEPT;
-	hdrlen = kml_filter_parse(skb, state, &pkt);
+	hdrlen = kml_filter_parse(skb, state, set, &pkt);
 	/* a GSO packet counts as the segments it stands for */
 	kml_filter_wire(skb->len - skb_network_offset(skb),
 			skb_is_gso(skb) ? skb_shinfo(skb)->gso_segs : 0,
 			skb_is_gso(skb) ? skb_shinfo(skb)->gso_size : 0,
 			hdrlen, &packets, &bytes);
-	kml_stats_add(kml_filter_stats, pkt.dir == KML_FILTER_DIR_IN ?
-		      ST_PACKETS_IN : ST_PACKETS_OUT, packets);
+	kml_filter_count(pkt.dir == KML_FILTER_DIR_IN ? ST_PACKETS_IN :
+			 ST_PACKETS_OUT, packets);
 	/* malformed: kml_filter_logic.c says which the rules may judge */
 	if (unlikely(pkt.malformed)) {
-		kml_stats_add(kml_filter_stats, ST_MALFORMED, packets);
+		kml_filter_count(ST_MALFORMED, packets);
 		if (kml_filter_not_ip(&pkt)) {
-			kml_stats_add(kml_filter_stats, ST_DROPPED, packets);
+			kml_filter_count(ST_DROPPED, packets);
 			return NF_DROP;
 		}
 	}
 	/* IPv6 reassembles after LOCAL_IN: see kml_filter_logic.c */
 	if (unlikely(kml_filter_first_fragment_decides(&pkt))) {
-		kml_stats_inc(kml_filter_stats, ST_FRAGMENTS_PASSED);
+		kml_filter_count(ST_FRAGMENTS_PASSED, 1);
 		return NF_ACCEPT;
 	}
 
@@ -334,13 +352,13 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 
 	/* LAB filter 3: the verdict: NF_DROP for a drop, else NF_ACCEPT
 	 * (which hands the packet to the next hook), each counted in
-	 * kml_stats (ST_DROPPED, ST_ACCEPTED).
+	 * kml_stats (kml_filter_count() of ST_DROPPED, ST_ACCEPTED).
 	 */
 	if (verdict == KML_FILTER_DROP) {
-		kml_stats_add(kml_filter_stats, ST_DROPPED, packets);
+		kml_filter_count(ST_DROPPED, packets);
 		return NF_DROP;
 	}
-	kml_stats_add(kml_filter_stats, ST_ACCEPTED, packets);
+	kml_filter_count(ST_ACCEPTED, packets);
 	return NF_ACCEPT;
 	/* LAB filter 3 end: return NF_ACCEPT; */
 }
@@ -849,12 +867,15 @@ static struct pernet_operations kml_filter_net_ops = {
 
 static int __init kml_filter_init(void)
 {
+	unsigned int i;
 	int ret;
 
 	kml_filter_stats = kml_stats_register("kml_filter", kml_filter_stats_desc,
 					      ARRAY_SIZE(kml_filter_stats_desc));
 	if (IS_ERR(kml_filter_stats))
 		return PTR_ERR(kml_filter_stats);
+	for (i = 0; i < ARRAY_SIZE(kml_filter_slot); i++)
+		kml_filter_slot[i] = kml_stats_counter(kml_filter_stats, i);
 	ret = register_pernet_subsys(&kml_filter_net_ops);
 	if (ret)
 		goto err_stats;

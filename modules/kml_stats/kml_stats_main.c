@@ -288,6 +288,28 @@ void kml_stats_add(struct kml_stats_set *set, unsigned int id, u64 delta)
 EXPORT_SYMBOL_GPL(kml_stats_add);
 
 /**
+ * kml_stats_counter() - a counter's per-CPU slot, for a hot path
+ * @set: the set
+ * @id: index of a %KML_STAT_COUNTER in the set's descriptor array
+ *
+ * For callers that count on every packet or call: they look the slot up
+ * once and add with this_cpu_add(*slot, delta), inline, instead of a
+ * call to kml_stats_add() and its checks each time. The slot is valid
+ * until kml_stats_unregister(@set); a reset zeroes it as it zeroes the
+ * others.
+ *
+ * Return: the slot, or NULL for an @id that is no counter of @set (a bug
+ * in the caller, warned about once).
+ */
+u64 __percpu *kml_stats_counter(struct kml_stats_set *set, unsigned int id)
+{
+	if (!kml_item_ok(set, id, KML_STAT_COUNTER))
+		return NULL;
+	return set->slots + set->items[id].slot;
+}
+EXPORT_SYMBOL_GPL(kml_stats_counter);
+
+/**
  * kml_stats_hist_add() - record a value in a log2 histogram
  * @set: the set
  * @id: index of a %KML_STAT_HIST in the set's descriptor array

@@ -5,7 +5,8 @@
  * hook) with no module, and with kml_filter holding 0, 1, 100 and 10 000
  * rules; the same 10 000 rules with nothing to index them (every rule has
  * port ranges only, so the lookup walks them all); and, if `nft` works,
- * the same 10 000 hosts and ports as two nftables sets.
+ * the same 10 000 hosts and ports as two nftables sets, and nftables with
+ * empty chains on both hooks (what a filter that decides nothing costs).
  *
  * No rule matches the benchmark's traffic, so every lookup does its whole
  * job and falls to the policy (accept). Half the rules are exact source
@@ -13,9 +14,17 @@
  *
  * Only ratios measured side by side in one run are reported. The
  * configurations are interleaved over ROUNDS rounds (the module is loaded
- * and unloaded each round) and each reports its median round.
+ * and unloaded each round) and each reports its median round. Given
+ * several builds of the module (LABEL=PATH, e.g. before and after a
+ * change), each is loaded in every round, first in turn, and reported
+ * apart.
  *
- *	kml_filter_bench PATH/TO/kml_filter.ko
+ * Under TCG the same module runs up to 30% slower or faster depending on
+ * where a load happens to place it (every configuration of one load
+ * moves together; KML_BENCH_VERBOSE=1 prints each round), so many short
+ * rounds, each a new load, rather than a few long ones.
+ *
+ *	kml_filter_bench [LABEL=]PATH/TO/kml_filter.ko ...
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,20 +44,24 @@
 
 #include <linux/kml_filter.h>
 
-#define ROUNDS	9
-#define ITERS	20000
+#define ROUNDS	25
+#define ITERS	8000
 #define BATCH	32
 #define NRULES	10000
 
-enum {
-	C_NONE, C_NFT_1, C_NFT, C_KML_0, C_KML_1, C_KML_100, C_KML_10K,
-	C_KML_10K_LINEAR, NCONF
-};
+#define MAXKO	6
 
-static const char *const conf_name[NCONF] = {
-	"no module", "nftables, 1 host + 1 port", "nftables, 10000-element sets",
-	"kml_filter, 0 rules", "kml_filter, 1 rule", "kml_filter, 100 rules",
-	"kml_filter, 10000 rules", "kml_filter, 10000 unindexed rules",
+/* the peers, then per build of kml_filter KML_N configurations */
+enum { C_NONE, C_NFT_EMPTY, C_NFT_1, C_NFT, NPEER };
+enum { K_0, K_1, K_100, K_10K, K_10K_LINEAR, KML_N };
+#define NCONF	(NPEER + MAXKO * KML_N)
+
+static const char *const peer_name[NPEER] = {
+	"no module", "nftables, empty chains", "nftables, 1 host + 1 port",
+	"nftables, 10000-element sets",
+};
+static const char *const kml_name[KML_N] = {
+	"0 rules", "1 rule", "100 rules", "10000 rules", "10000 unindexed rules",
 };
 
 static void die(const char *what)
@@ -201,6 +214,22 @@ static struct kml_filter_rule *block_list(unsigned int n, int linear)
 	return r;
 }
 
+/* nftables' own cost: a table with both base chains and no rule */
+static int nft_empty(int ns, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	char cmd[512];
+
+	if (!f)
+		die(path);
+	fprintf(f, "table inet kmlbench {\n"
+		   "\tchain in { type filter hook input priority 0; policy accept; }\n"
+		   "\tchain out { type filter hook output priority 0; policy accept; }\n}\n");
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "nft -f %s 2>&1", path);
+	return ns_sh(ns, cmd);
+}
+
 /* The same block list as nftables sets, in @ns; 0 if nft ran. */
 static int nft_block_list(int ns, unsigned int n, const char *path)
 {
@@ -254,83 +283,137 @@ static void unload(void)
 	die("rmmod kml_filter");
 }
 
+static double ratio(const double *med, int a, int b)
+{
+	return med[a] / med[b];
+}
+
 int main(int argc, char **argv)
 {
-	static const unsigned int nrules[] = { 0, 1, 100, NRULES, NRULES };
-	struct kml_filter_rule *sets[5];
-	double t[NCONF][ROUNDS], med[NCONF];
-	int plain, nft1, nft, have_nft, c, r;
-	struct pair pp, p1, pn;
+	static const unsigned int nrules[KML_N] = { 0, 1, 100, NRULES, NRULES };
+	struct kml_filter_rule *sets[KML_N];
+	static double t[NCONF][ROUNDS];
+	double med[NCONF];
+	const char *ko[MAXKO], *label[MAXKO];
+	int plain, nfte, nft1, nft, have_nft, c, r, m, nko = argc - 1;
+	struct pair pp, pe, p1, pn;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: kml_filter_bench PATH/kml_filter.ko\n");
+	if (argc < 2 || nko > MAXKO) {
+		fprintf(stderr, "usage: kml_filter_bench [LABEL=]PATH/kml_filter.ko ... (at most %d)\n",
+			MAXKO);
 		return 2;
+	}
+	for (m = 0; m < nko; m++) {
+		char *eq = strchr(argv[m + 1], '=');
+
+		label[m] = eq ? argv[m + 1] : "";
+		ko[m] = eq ? eq + 1 : argv[m + 1];
+		if (eq)
+			*eq = 0;
 	}
 	orig_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	plain = new_netns();
+	nfte = new_netns();
 	nft1 = new_netns();
 	nft = new_netns();
 	pp = make_pair(plain);
+	pe = make_pair(nfte);
 	p1 = make_pair(nft1);
 	pn = make_pair(nft);
-	have_nft = !nft_block_list(nft1, 1, "/tmp/kml_bench_1.nft") &&
+	have_nft = !nft_empty(nfte, "/tmp/kml_bench_0.nft") &&
+		   !nft_block_list(nft1, 1, "/tmp/kml_bench_1.nft") &&
 		   !nft_block_list(nft, NRULES, "/tmp/kml_bench.nft");
-	for (c = 0; c < 5; c++)
-		sets[c] = block_list(nrules[c], c == 4);
+	for (c = 0; c < KML_N; c++)
+		sets[c] = block_list(nrules[c], c == K_10K_LINEAR);
 
 	unload();
 	for (r = 0; r < ROUNDS; r++) {
-		int fd;
-
 		t[C_NONE][r] = measure(pp, ITERS);
 		if (have_nft) {
+			t[C_NFT_EMPTY][r] = measure(pe, ITERS);
 			t[C_NFT_1][r] = measure(p1, ITERS);
 			t[C_NFT][r] = measure(pn, ITERS);
 		}
-		if (load(argv[1]))
-			die("insmod kml_filter");
-		if (setns(plain, CLONE_NEWNET))
-			die("setns");
-		fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
-		if (fd < 0 || setns(orig_ns, CLONE_NEWNET))
-			die(KML_FILTER_DEVICE);
-		for (c = 0; c < 5; c++) {
-			struct kml_filter_replace rep = {
-				.count = nrules[c],
-				.rules = (__u64)(uintptr_t)sets[c],
-			};
+		/* each build first in turn: no build always follows the peers */
+		for (int i = 0; i < nko; i++) {
+			int fd;
 
-			if (ioctl(fd, KML_FILTER_IOC_REPLACE, &rep))
-				die("REPLACE");
-			/* the unindexed set is ~100x slower: fewer packets */
-			t[C_KML_0 + c][r] = measure(pp, c == 4 ? ITERS / 50 : ITERS);
+			m = (r + i) % nko;
+			if (load(ko[m]))
+				die("insmod kml_filter");
+			if (setns(plain, CLONE_NEWNET))
+				die("setns");
+			fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+			if (fd < 0 || setns(orig_ns, CLONE_NEWNET))
+				die(KML_FILTER_DEVICE);
+			for (c = 0; c < KML_N; c++) {
+				struct kml_filter_replace rep = {
+					.count = nrules[c],
+					.rules = (__u64)(uintptr_t)sets[c],
+				};
+
+				if (ioctl(fd, KML_FILTER_IOC_REPLACE, &rep))
+					die("REPLACE");
+				/* the unindexed set is ~100x slower: fewer packets */
+				t[NPEER + m * KML_N + c][r] =
+					measure(pp, c == K_10K_LINEAR ? ITERS / 50 : ITERS);
+			}
+			close(fd);
+			unload();
 		}
-		close(fd);
-		unload();
 	}
-	for (c = 0; c < NCONF; c++) {
+	if (getenv("KML_BENCH_VERBOSE"))
+		for (c = 0; c < NPEER + nko * KML_N; c++) {
+			printf("conf %2d:", c);
+			for (r = 0; r < ROUNDS; r++)
+				printf(" %7.0f", t[c][r]);
+			printf("\n");
+		}
+	for (c = 0; c < NPEER + nko * KML_N; c++) {
 		qsort(t[c], ROUNDS, sizeof(double), cmp_double);
 		med[c] = t[c][ROUNDS / 2];
 	}
 
 	printf("kml_filter: one 64-byte UDP datagram over loopback (LOCAL_OUT + LOCAL_IN),\n"
 	       "median of %d interleaved rounds of %d; ratios to 'no module'\n", ROUNDS, ITERS);
-	for (c = 0; c < NCONF; c++) {
-		if (!have_nft && (c == C_NFT_1 || c == C_NFT))
+	for (c = 0; c < NPEER; c++) {
+		if (!have_nft && c != C_NONE)
 			continue;
-		printf("  %-36s %6.3f\n", conf_name[c], med[c] / med[C_NONE]);
+		printf("  %-40s %6.3f\n", peer_name[c], ratio(med, c, C_NONE));
 	}
-	printf("  10000 rules / 1 rule                %6.3f   (target <= 1.25)\n",
-	       med[C_KML_10K] / med[C_KML_1]);
-	printf("  10000 unindexed rules / 1 rule      %6.3f\n",
-	       med[C_KML_10K_LINEAR] / med[C_KML_1]);
-	if (have_nft) {
-		printf("  nftables 10000 / nftables 1         %6.3f\n", med[C_NFT] / med[C_NFT_1]);
-		printf("  kml_filter 10000 / nftables 10000   %6.3f\n", med[C_KML_10K] / med[C_NFT]);
-	} else {
-		printf("  nftables: not measured (nft missing or the kernel lacks nf_tables)\n");
+	for (m = 0; m < nko; m++) {
+		int k = NPEER + m * KML_N;
+		char name[64];
+
+		for (c = 0; c < KML_N; c++) {
+			snprintf(name, sizeof(name), "kml_filter%s%s, %s", *label[m] ? " " : "",
+				 label[m], kml_name[c]);
+			printf("  %-40s %6.3f\n", name, ratio(med, k + c, C_NONE));
+		}
 	}
-	for (c = 0; c < 5; c++)
+	for (m = 0; m < nko; m++) {
+		int k = NPEER + m * KML_N;
+
+		printf("%s%s\n", *label[m] ? "kml_filter " : "kml_filter", label[m]);
+		printf("  10000 rules / 1 rule                     %6.3f   (goal <= 1.05)\n",
+		       ratio(med, k + K_10K, k + K_1));
+		printf("  10000 unindexed rules / 1 rule           %6.3f\n",
+		       ratio(med, k + K_10K_LINEAR, k + K_1));
+		if (!have_nft)
+			continue;
+		printf("  0 rules / nftables empty chains          %6.3f   (goal <= 1)\n",
+		       ratio(med, k + K_0, C_NFT_EMPTY));
+		printf("  10000 rules / nftables 10000 in sets     %6.3f   (goal <= 1)\n",
+		       ratio(med, k + K_10K, C_NFT));
+		printf("  added cost, 0 rules / nftables empty     %6.3f\n",
+		       (med[k + K_0] - med[C_NONE]) / (med[C_NFT_EMPTY] - med[C_NONE]));
+	}
+	if (have_nft)
+		printf("nftables 10000 / nftables 1                %6.3f\n",
+		       ratio(med, C_NFT, C_NFT_1));
+	else
+		printf("nftables: not measured (nft missing or the kernel lacks nf_tables)\n");
+	for (c = 0; c < KML_N; c++)
 		free(sets[c]);
 	return 0;
 }
