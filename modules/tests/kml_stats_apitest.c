@@ -16,6 +16,7 @@
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/percpu.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -194,6 +195,7 @@ static void check_values(void)
 	};
 	struct kml_stats_hist *h;
 	struct kml_stats_set *set;
+	u64 __percpu *slot;
 	int resets = 0;
 
 	set = kml_stats_register("apitest", desc, ARRAY_SIZE(desc));
@@ -228,6 +230,15 @@ static void check_values(void)
 	CHECK(kml_stats_hist_read(set, 1, h) == 0 && h->count == 0 && h->sum == 0);
 	kml_stats_inc(set, 0);
 	CHECK(kml_stats_read(set, 0) == 1);
+	/* a hot path's own slot: the same counter, added to inline */
+	slot = kml_stats_counter(set, 0);
+	CHECK(slot);
+	if (slot) {
+		this_cpu_add(*slot, 9);
+		CHECK(kml_stats_read(set, 0) == 10);
+		kml_stats_inc(set, 0);
+		CHECK(kml_stats_read(set, 0) == 11);
+	}
 	kfree(h);
 out:
 	kml_stats_unregister(set);

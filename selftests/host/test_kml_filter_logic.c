@@ -251,7 +251,7 @@ static void random_pkt(struct kml_filter_pkt *p, unsigned int *seed)
 TEST(index_equals_linear_first_match)
 {
 	static const __u32 sizes[] = { 0, 1, 2, 5, 17, 100, 1000 };
-	unsigned int seed = 12345, s, k, i, hits = 0;
+	unsigned int seed = 12345, s, k, i, hits = 0, unported = 0;
 
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (k = 0; k < 20; k++) {
@@ -274,6 +274,12 @@ TEST(index_equals_linear_first_match)
 				got = kml_filter_lookup(&ix, &p);
 				hits += want != KML_FILTER_NOMATCH;
 				ASSERT_EQ(want, got) TH_LOG("n=%u round %u packet %u", n, k, i);
+				/* with no port rule the hook skips the ports */
+				if (!ix.ports && p.has_ports) {
+					p.has_ports = 0;
+					ASSERT_EQ(want, kml_filter_lookup(&ix, &p));
+					unported++;
+				}
 			}
 			free(mem);
 			free(rules);
@@ -281,6 +287,7 @@ TEST(index_equals_linear_first_match)
 	}
 	/* the random sets must exercise matches, not only misses */
 	ASSERT_GT(hits, 50000);
+	ASSERT_GT(unported, 1000);
 }
 
 /* An IPv4 header: version 4, @ihl words, @tot bytes, protocol UDP. */
