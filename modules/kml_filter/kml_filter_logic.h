@@ -201,6 +201,30 @@ kml_filter_first_fragment_decides(const struct kml_filter_pkt *p)
 }
 
 /**
+ * kml_filter_ipv4_plain() - may an empty rule set skip parsing this packet?
+ * @h: the first %KML_FILTER_IPV4_HLEN bytes of an IPv4 hook's packet, NULL
+ *	if shorter
+ * @len: its length from the IP header on
+ * @dir: its direction
+ *
+ * Return: true if kml_filter_parse_ipv4() (no GSO) would find it well
+ * formed and the hook would judge it: not a later fragment coming in.
+ * Then only the policy can decide it, without a parse.
+ */
+static inline bool kml_filter_ipv4_plain(const __u8 *h, __u32 len, __u8 dir)
+{
+	__u32 tot;
+
+	/* version 4 and a header of 5 words or more */
+	if (!h || len < KML_FILTER_IPV4_HLEN || h[0] < 0x45 || h[0] > 0x4f)
+		return false;
+	tot = (__u32)h[2] << 8 | h[3];
+	if (tot < (h[0] & 0xfu) * 4 || tot > len)
+		return false;
+	return dir != KML_FILTER_DIR_IN || !((h[6] << 8 | h[7]) & 0x1fff);
+}
+
+/**
  * kml_filter_wire() - the packets and bytes one skb stands for
  * @len: its length from the IP header on
  * @gso_segs: skb_shinfo()->gso_segs of a GSO packet, 0 if not known

@@ -288,6 +288,26 @@ static u32 kml_filter_parse(const struct sk_buff *skb,
 	return kml_filter_seg_hdrlen(skb, off, thoff, p->proto);
 }
 
+/*
+ * Can the policy alone judge @skb, without parsing it? An IPv4 packet
+ * that is no GSO packet and that kml_filter_ipv4_plain() finds nothing
+ * wrong with, while the tracepoint (which reports every field) is off.
+ */
+static bool kml_filter_policy_only(const struct sk_buff *skb,
+				   const struct nf_hook_state *state, u8 *dir)
+{
+	int off = skb_network_offset(skb);
+	u8 _h[KML_FILTER_IPV4_HLEN];
+
+	if (state->pf != NFPROTO_IPV4 || skb_is_gso(skb) ||
+	    trace_verdict_enabled())
+		return false;
+	*dir = state->hook == NF_INET_LOCAL_IN ? KML_FILTER_DIR_IN :
+						 KML_FILTER_DIR_OUT;
+	return kml_filter_ipv4_plain(skb_header_pointer(skb, off, sizeof(_h), _h),
+				     skb->len - off, *dir);
+}
+
 static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 				    const struct nf_hook_state *state)
 {
@@ -301,6 +321,21 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	set = rcu_dereference(kml_filter_pernet(state->net)->set);
 	if (unlikely(!set))
 		return NF_ACCEPT;
+	/*
+	 * The commonest case made cheap: no rule, a plain IPv4 packet, no
+	 * one tracing. Only the policy can decide, so the header is checked
+	 * but not taken apart, and the packet is counted as the full path
+	 * would count it.
+	 */
+	if (!set->nrules && kml_filter_policy_only(skb, state, &pkt.dir)) {
+		packets = 1;
+		bytes = skb->len - skb_network_offset(skb);
+		kml_filter_count(pkt.dir == KML_FILTER_DIR_IN ? ST_PACKETS_IN :
+				 ST_PACKETS_OUT, 1);
+		idx = set->nrules;
+		verdict = set->policy;
+		goto count;
+	}
 	hdrlen = kml_filter_parse(skb, state, set, &pkt);
 	/* a GSO packet counts as the segments it stands for */
 	kml_filter_wire(skb->len - skb_network_offset(skb),
@@ -339,6 +374,7 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 		      skb->len);
 	/* LAB filter 3 end */
 
+count:
 	/* LAB filter 4: count @packets and @bytes in slot @idx of this
 	 * CPU's counters. LOCAL_OUT runs in process context too: pin the
 	 * CPU (get_cpu()/put_cpu()), and use local64 so a softirq on the
