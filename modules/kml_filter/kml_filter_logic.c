@@ -250,6 +250,42 @@ size_t kml_filter_index_mem(__u32 nrules)
 	return ((size_t)kml_filter_buckets(nrules) + nrules) * sizeof(__u32);
 }
 
+/**
+ * kml_filter_ctr_bytes() - one CPU's counters for @nrules rules and the policy
+ * @nrules: rules in the set
+ *
+ * Return: the size, rounded up so no two CPUs' counters share a cache line.
+ */
+__u64 kml_filter_ctr_bytes(__u32 nrules)
+{
+	__u64 n = ((__u64)nrules + 1) * KML_FILTER_CTR_SIZE;
+
+	return (n + KML_FILTER_CTR_ALIGN - 1) & ~(__u64)(KML_FILTER_CTR_ALIGN - 1);
+}
+
+/**
+ * kml_filter_set_bytes() - bytes one rule set asks the allocator for
+ * @nrules: rules in the set, at most %KML_FILTER_MAX_RULES
+ * @ncpus: CPUs it keeps counters for (the kernel's nr_cpu_ids)
+ *
+ * The sum of the sizes kml_filter_set_alloc() passes: the set, its rules
+ * (room for one at least), the index, the counts carried over and the
+ * policy's, the per-CPU pointers and each CPU's counters. No overflow at
+ * any @nrules and @ncpus a __u32 holds.
+ *
+ * Return: the size.
+ */
+__u64 kml_filter_set_bytes(__u32 nrules, __u32 ncpus)
+{
+	__u64 rules = nrules ? nrules : 1;
+
+	return KML_FILTER_SET_SIZE +
+	       rules * sizeof(struct kml_filter_rule) +
+	       kml_filter_index_mem(nrules) +
+	       ((__u64)nrules + 1) * KML_FILTER_CTR_SIZE +
+	       (__u64)ncpus * (KML_FILTER_PTR_SIZE + kml_filter_ctr_bytes(nrules));
+}
+
 static void kml_filter_add_len(struct kml_filter_index *ix, __u8 family,
 			       int dst, __u8 len)
 {

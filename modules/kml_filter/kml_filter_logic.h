@@ -111,6 +111,23 @@ int kml_filter_rule_check(const struct kml_filter_rule *r, const char **why);
 bool kml_filter_match(const struct kml_filter_rule *r,
 		      const struct kml_filter_pkt *p);
 size_t kml_filter_index_mem(__u32 nrules);
+
+/*
+ * What kml_filter_main.c allocates for one rule set, as a 64-bit kernel
+ * lays it out (a 32-bit selftest must compute the kernel's numbers, not
+ * its own); the kernel checks each at build time.
+ * @KML_FILTER_SET_SIZE: sizeof(struct kml_filter_set)
+ * @KML_FILTER_PTR_SIZE: one CPU's entry in the array of counter pointers
+ * @KML_FILTER_CTR_SIZE: one rule's counters, per CPU and carried over
+ * @KML_FILTER_CTR_ALIGN: each CPU's counters are rounded up to this
+ */
+#define KML_FILTER_SET_SIZE	592
+#define KML_FILTER_PTR_SIZE	8
+#define KML_FILTER_CTR_SIZE	16
+#define KML_FILTER_CTR_ALIGN	64
+
+__u64 kml_filter_ctr_bytes(__u32 nrules);
+__u64 kml_filter_set_bytes(__u32 nrules, __u32 ncpus);
 void kml_filter_index_build(struct kml_filter_index *ix,
 			    const struct kml_filter_rule *rules, __u32 nrules,
 			    void *mem);

@@ -90,9 +90,20 @@ struct kml_filter_set {
 
 struct kml_filter_net {
 	struct kml_filter_set __rcu *set;
-	struct mutex lock;	/* serialises updates; protects generation */
+	struct mutex lock;	/* serialises updates; protects the rest */
 	u64 generation;
+	u64 building;		/* bytes of sets being built, not yet published */
 };
+
+/*
+ * What one namespace's sets may take at once: the published one and any
+ * being built, so an update needs room for the old set and the new. All
+ * of it is charged to the caller's memory cgroup too (GFP_KERNEL_ACCOUNT).
+ */
+static unsigned long net_mem_max = 64UL << 20;
+module_param(net_mem_max, ulong, 0644);
+MODULE_PARM_DESC(net_mem_max,
+		 "Bytes one network namespace's rule sets may take at once, the current set and one being built for an update (default 64 MiB)");
 
 /* How a new set's counters follow from the old one's. */
 enum kml_filter_carry {
@@ -157,14 +168,26 @@ static void kml_filter_set_free(struct kml_filter_set *set)
 	kfree(set);
 }
 
+/* What a set of @nrules takes: kml_filter_set_alloc() asks for this much. */
+static u64 kml_filter_bytes(u32 nrules)
+{
+	return kml_filter_set_bytes(nrules, nr_cpu_ids);
+}
+
 /* Room for @nrules; the caller fills in the rules and calls _build(). */
 static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 {
-	size_t ctr_bytes = ALIGN((nrules + 1) * sizeof(struct kml_filter_ctr),
-				 SMP_CACHE_BYTES);
+	size_t ctr_bytes = kml_filter_ctr_bytes(nrules);
 	struct kml_filter_set *set;
+	u64 asked;
 	int cpu;
 
+	/* kml_filter_set_bytes() counts with these (a 64-bit kernel's) */
+	BUILD_BUG_ON(sizeof(struct kml_filter_ctr) != KML_FILTER_CTR_SIZE);
+	BUILD_BUG_ON(sizeof(struct kml_filter_count) != KML_FILTER_CTR_SIZE);
+	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) &&
+		     (sizeof(*set) != KML_FILTER_SET_SIZE ||
+		      sizeof(*set->ctr) != KML_FILTER_PTR_SIZE));
 	set = kzalloc(sizeof(*set), GFP_KERNEL_ACCOUNT);
 	if (!set)
 		return NULL;
@@ -176,13 +199,26 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	set->ctr = kcalloc(nr_cpu_ids, sizeof(*set->ctr), GFP_KERNEL_ACCOUNT);
 	if (!set->rules || !set->ixmem || !set->base || !set->ctr)
 		goto fail;
-	/* Rounded to a cache line: no two CPUs' counters share one. */
+	asked = sizeof(*set) + max(nrules, 1U) * sizeof(*set->rules) +
+		kml_filter_index_mem(nrules) +
+		(nrules + 1) * sizeof(*set->base) +
+		nr_cpu_ids * sizeof(*set->ctr);
+	/*
+	 * Rounded to KML_FILTER_CTR_ALIGN, a cache line on x86 and arm64:
+	 * no two CPUs' counters share one.
+	 */
 	for_each_possible_cpu(cpu) {
 		set->ctr[cpu] = kvzalloc_node(ctr_bytes, GFP_KERNEL_ACCOUNT,
 					      cpu_to_node(cpu));
 		if (!set->ctr[cpu])
 			goto fail;
+		asked += ctr_bytes;
 	}
+	/* The limit counts what is asked for here: exactly, CPUs 0..n-1 possible. */
+	WARN_ON_ONCE(asked > kml_filter_bytes(nrules) ||
+		     (IS_ENABLED(CONFIG_64BIT) &&
+		      num_possible_cpus() == nr_cpu_ids &&
+		      asked != kml_filter_bytes(nrules)));
 	return set;
 fail:
 	kml_filter_set_free(set);
@@ -477,6 +513,33 @@ static struct kml_filter_set *kml_filter_current(struct kml_filter_net *fn)
 	return rcu_dereference_protected(fn->set, lockdep_is_held(&fn->lock));
 }
 
+/*
+ * Reserve room for a new set of @nrules beside the current one and any
+ * others being built: -ENOSPC if net_mem_max has none. An empty set is
+ * always let through (it is tiny): a namespace over a lowered limit can
+ * still flush its rules. kml_filter_unreserve() gives the room back once
+ * the set is published or freed.
+ */
+static int kml_filter_reserve(struct kml_filter_net *fn, u32 nrules)
+{
+	unsigned long limit = READ_ONCE(net_mem_max);
+	u64 want = kml_filter_bytes(nrules);
+
+	lockdep_assert_held(&fn->lock);
+	if (nrules &&
+	    kml_filter_bytes(kml_filter_current(fn)->nrules) + fn->building +
+	    want > limit)
+		return -ENOSPC;
+	fn->building += want;
+	return 0;
+}
+
+static void kml_filter_unreserve(struct kml_filter_net *fn, u32 nrules)
+{
+	lockdep_assert_held(&fn->lock);
+	fn->building -= kml_filter_bytes(nrules);
+}
+
 static bool kml_filter_capable(struct file *file)
 {
 	struct net *net = file->private_data;
@@ -556,9 +619,16 @@ static int kml_filter_replace(struct kml_filter_net *fn,
 	if (r.flags || r.reserved || r.count > KML_FILTER_MAX_RULES ||
 	    (r.policy && !kml_filter_policy_ok(r.policy)))
 		return -EINVAL;
+	mutex_lock(&fn->lock);
+	ret = kml_filter_reserve(fn, r.count);
+	mutex_unlock(&fn->lock);
+	if (ret)
+		return ret;
 	set = kml_filter_set_alloc(r.count);
-	if (!set)
-		return -ENOMEM;
+	if (!set) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	/* Everything is copied and checked before the lock: nothing changes on error. */
 	if (copy_from_user(set->rules, u64_to_user_ptr(r.rules),
 			   (size_t)r.count * sizeof(*set->rules))) {
@@ -571,10 +641,14 @@ static int kml_filter_replace(struct kml_filter_net *fn,
 	mutex_lock(&fn->lock);
 	kml_filter_set_build(set, r.policy ?: kml_filter_current(fn)->policy);
 	kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	kml_filter_unreserve(fn, r.count);
 	mutex_unlock(&fn->lock);
 	return 0;
 fail:
 	kml_filter_set_free(set);
+	mutex_lock(&fn->lock);
+	kml_filter_unreserve(fn, r.count);
+	mutex_unlock(&fn->lock);
 	return ret;
 }
 
@@ -589,6 +663,7 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 	struct kml_filter_set *old = kml_filter_current(fn), *set;
 	u32 n = old->nrules;
 	enum kml_filter_carry carry = KML_CARRY_ALL;
+	int ret;
 
 	if (rule) {
 		if (n >= KML_FILTER_MAX_RULES)
@@ -600,9 +675,14 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 		carry = KML_CARRY_DELETE;
 		n--;
 	}
+	ret = kml_filter_reserve(fn, n);
+	if (ret)
+		return ret;
 	set = kml_filter_set_alloc(n);
-	if (!set)
+	if (!set) {
+		kml_filter_unreserve(fn, n);
 		return -ENOMEM;
+	}
 	if (carry == KML_CARRY_ALL) {
 		memcpy(set->rules, old->rules, n * sizeof(*rule));
 	} else {
@@ -614,6 +694,7 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 	}
 	kml_filter_set_build(set, policy ?: old->policy);
 	kml_filter_commit(fn, set, carry, at);
+	kml_filter_unreserve(fn, n);
 	return 0;
 }
 
@@ -669,15 +750,23 @@ static int kml_filter_del(struct kml_filter_net *fn,
 
 static int kml_filter_flush(struct kml_filter_net *fn)
 {
-	struct kml_filter_set *set = kml_filter_set_alloc(0);
+	struct kml_filter_set *set;
+	int ret;
 
-	if (!set)
-		return -ENOMEM;
 	mutex_lock(&fn->lock);
-	kml_filter_set_build(set, kml_filter_current(fn)->policy);
-	kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	ret = kml_filter_reserve(fn, 0);
 	mutex_unlock(&fn->lock);
-	return 0;
+	if (ret)
+		return ret;
+	set = kml_filter_set_alloc(0);
+	mutex_lock(&fn->lock);
+	if (set) {
+		kml_filter_set_build(set, kml_filter_current(fn)->policy);
+		kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	}
+	kml_filter_unreserve(fn, 0);
+	mutex_unlock(&fn->lock);
+	return set ? 0 : -ENOMEM;
 }
 
 static int kml_filter_set_policy(struct kml_filter_net *fn,

@@ -44,6 +44,7 @@
 #include "../kml_trace.h"
 #include <linux/kml_filter.h>
 #include "../../userspace/kml_filter_parse.h"
+#include "../../modules/kml_filter/kml_filter_logic.h"
 
 #define PORT_UDP	9000
 #define PORT_TCP	8080
@@ -2685,6 +2686,191 @@ TEST_F_TIMEOUT(lo, fault_module_load, 900)
  * B's LOCAL_OUT policy (rule -1) before A's LOCAL_IN hook judges it.
  */
 #define VERDICT	"events/kml_filter/verdict/"
+
+#define NET_MEM_MAX	"/sys/module/kml_filter/parameters/net_mem_max"
+
+/*
+ * net_mem_max: what one namespace's sets may take at once. The test
+ * computes a set's bytes as the module does (kml_filter_set_bytes(), for
+ * a 64-bit kernel, so a 32-bit test gets the same numbers) for the
+ * kernel's nr_cpu_ids: one more than the highest possible CPU.
+ */
+FIXTURE(mem) {
+	int fd;			/* /dev/kml_filter in a private namespace */
+	__u32 ncpus;		/* the kernel's nr_cpu_ids */
+	char saved[32];		/* net_mem_max as the test found it */
+	struct kml_filter_rule *rules;
+};
+
+static int read_str(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int write_param(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+	size_t len = strlen(val);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, len) != (ssize_t)len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int set_net_mem_max(__u64 bytes)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)bytes);
+	return write_param(NET_MEM_MAX, buf);
+}
+
+/* nr_cpu_ids: 1 + the last CPU in /sys/devices/system/cpu/possible. */
+static __u32 possible_cpus(void)
+{
+	char buf[256], *p;
+
+	if (read_str("/sys/devices/system/cpu/possible", buf, sizeof(buf)))
+		return 0;
+	p = buf + strcspn(buf, "\n");
+	while (p > buf && strchr("0123456789", p[-1]))
+		p--;
+	return (__u32)strtoul(p, NULL, 10) + 1;
+}
+
+static __u64 set_bytes(FIXTURE_DATA(mem) *self, __u32 nrules)
+{
+	return kml_filter_set_bytes(nrules, self->ncpus);
+}
+
+FIXTURE_SETUP(mem)
+{
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	ASSERT_EQ(0, read_str(NET_MEM_MAX, self->saved, sizeof(self->saved)));
+	EXPECT_STREQ("67108864\n", self->saved);
+	self->ncpus = possible_cpus();
+	ASSERT_LT(0, self->ncpus);
+	TH_LOG("nr_cpu_ids %u, sysconf(_SC_NPROCESSORS_CONF) %ld", self->ncpus,
+	       sysconf(_SC_NPROCESSORS_CONF));
+	self->rules = calloc(1000, sizeof(*self->rules));
+	ASSERT_NE(NULL, self->rules);
+	host_rules(self->rules, 1000, 0);
+	ASSERT_EQ(0, unshare(CLONE_NEWNET));
+	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(mem)
+{
+	EXPECT_EQ(0, write_param(NET_MEM_MAX, self->saved));
+	if (self->fd >= 0)
+		close(self->fd);
+	free(self->rules);
+}
+
+/*
+ * A REPLACE needs room for the current set and the new one: refused
+ * with ENOSPC one byte short, or with one rule too many, and then
+ * nothing has changed; it works again once the limit is raised.
+ */
+TEST_F_TIMEOUT(mem, limit_refuses_with_enospc, 120)
+{
+	const __u32 n = 100;
+	__u64 empty = set_bytes(self, 0), room = empty + set_bytes(self, n);
+	long long rejected;
+	struct kml_filter_info i;
+
+	ASSERT_EQ(0, set_policy(self->fd, KML_FILTER_DROP));
+	i = info_of(self->fd);
+	ASSERT_EQ(0, i.nrules);
+	ASSERT_EQ(1, i.generation);
+	rejected = filter_stat("rejected_updates");
+	ASSERT_LE(0, rejected);
+
+	/* room for the new set alone is not enough */
+	ASSERT_EQ(0, set_net_mem_max(set_bytes(self, n)));
+	EXPECT_EQ(-ENOSPC, replace(self->fd, self->rules, n, KML_FILTER_ACCEPT));
+	ASSERT_EQ(0, set_net_mem_max(room - 1));
+	EXPECT_EQ(-ENOSPC, replace(self->fd, self->rules, n, KML_FILTER_ACCEPT));
+	/* room for both: n rules fit, n + 1 do not */
+	ASSERT_EQ(0, set_net_mem_max(room));
+	EXPECT_EQ(-ENOSPC, replace(self->fd, self->rules, n + 1, KML_FILTER_ACCEPT));
+	EXPECT_EQ(rejected + 3, filter_stat("rejected_updates"));
+	i = info_of(self->fd);
+	EXPECT_EQ(0, i.nrules);
+	EXPECT_EQ(1, i.generation);
+	EXPECT_EQ(KML_FILTER_DROP, i.policy);
+	EXPECT_EQ(0, replace(self->fd, self->rules, n, KML_FILTER_ACCEPT));
+	i = info_of(self->fd);
+	EXPECT_EQ(n, i.nrules);
+	EXPECT_EQ(2, i.generation);
+	EXPECT_EQ(KML_FILTER_ACCEPT, i.policy);
+
+	/* back to empty, then the extra rule fits under a higher limit */
+	ASSERT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_FLUSH));
+	EXPECT_EQ(-ENOSPC, replace(self->fd, self->rules, n + 1, 0));
+	ASSERT_EQ(0, set_net_mem_max(empty + set_bytes(self, n + 1)));
+	EXPECT_EQ(0, replace(self->fd, self->rules, n + 1, 0));
+	i = info_of(self->fd);
+	EXPECT_EQ(n + 1, i.nrules);
+	EXPECT_EQ(4, i.generation);
+	/* and under the default again */
+	ASSERT_EQ(0, write_param(NET_MEM_MAX, self->saved));
+	EXPECT_EQ(0, replace(self->fd, self->rules, 1000, 0));
+}
+
+/*
+ * A set that fits alone but not beside the current one is refused, by
+ * every command that builds one; after a flush the same set goes in.
+ */
+TEST_F_TIMEOUT(mem, update_needs_room_for_two, 120)
+{
+	const __u32 n = 500;
+	struct kml_filter_add a = { .position = KML_FILTER_APPEND };
+	struct kml_filter_del d = { .index = 0 };
+	struct kml_filter_info i;
+	long long rejected;
+
+	ASSERT_EQ(0, replace(self->fd, self->rules, n, KML_FILTER_ACCEPT));
+	ASSERT_EQ(0, set_net_mem_max(2 * set_bytes(self, n) - 1));
+	rejected = filter_stat("rejected_updates");
+	ASSERT_LE(0, rejected);
+
+	EXPECT_EQ(-ENOSPC, replace(self->fd, self->rules, n, 0));
+	EXPECT_EQ(-ENOSPC, set_policy(self->fd, KML_FILTER_DROP));
+	a.rule = self->rules[n];
+	EXPECT_EQ(-1, ioctl(self->fd, KML_FILTER_IOC_ADD, &a));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(rejected + 3, filter_stat("rejected_updates"));
+	i = info_of(self->fd);
+	EXPECT_EQ(n, i.nrules);
+	EXPECT_EQ(1, i.generation);
+	EXPECT_EQ(KML_FILTER_ACCEPT, i.policy);
+
+	/* one rule fewer fits beside the current set */
+	EXPECT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_DEL, &d));
+	EXPECT_EQ(n - 1, info_of(self->fd).nrules);
+	ASSERT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_FLUSH));
+	EXPECT_EQ(0, replace(self->fd, self->rules, n, KML_FILTER_DROP));
+	i = info_of(self->fd);
+	EXPECT_EQ(n, i.nrules);
+	EXPECT_EQ(4, i.generation);
+	EXPECT_EQ(KML_FILTER_DROP, i.policy);
+}
 
 FIXTURE(trace) {
 	struct nets n;
