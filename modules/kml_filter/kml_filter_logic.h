@@ -121,7 +121,7 @@ size_t kml_filter_index_mem(__u32 nrules);
  * @KML_FILTER_CTR_SIZE: one rule's counters, per CPU and carried over
  * @KML_FILTER_CTR_ALIGN: each CPU's counters are rounded up to this
  */
-#define KML_FILTER_SET_SIZE	592
+#define KML_FILTER_SET_SIZE	600
 #define KML_FILTER_PTR_SIZE	8
 #define KML_FILTER_CTR_SIZE	16
 #define KML_FILTER_CTR_ALIGN	64
