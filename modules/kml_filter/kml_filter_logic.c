@@ -162,8 +162,8 @@ bool kml_filter_match(const struct kml_filter_rule *r,
 		return false;
 	if (r->proto && r->proto != p->proto)
 		return false;
-	/* a malformed packet's addresses are unknown, not zero */
-	if (p->malformed && (r->src_len || r->dst_len))
+	/* a malformed packet's addresses may be unknown, not zero */
+	if (!kml_filter_addrs_known(p) && (r->src_len || r->dst_len))
 		return false;
 	if (r->src_len && !kml_filter_prefix_match(r->src, p->src, r->src_len))
 		return false;
@@ -232,11 +232,12 @@ static __u32 kml_filter_hash_prefix(enum kml_filter_kind kind, __u8 family,
 
 static __u32 kml_filter_buckets(__u32 nrules)
 {
-	__u32 n = 16;
+	__u64 n = 16;
 
-	while (n < 2 * nrules)
+	/* the kernel's sets stop at 65536 rules; 2^31 caps any other caller */
+	while (n < 2 * (__u64)nrules && n < 0x80000000u)
 		n <<= 1;
-	return n;
+	return (__u32)n;
 }
 
 /**
@@ -461,13 +462,16 @@ __u32 kml_filter_lookup_index(const struct kml_filter_index *ix,
  *   the wrong version, an IPv4 header under 20 bytes. No rule can be
  *   about it, and ip_rcv_core() would drop it on the way in, so the hook
  *   drops it whatever the rules and the policy say
- *   (kml_filter_not_ip()): the same answer in both directions.
+ *   (kml_filter_drop_always()): the same answer in both directions.
+ * - An IPv6 fragment whose extension headers are cut short (see
+ *   kml_filter_ipv6_upper()): dropped whatever the rules too.
  * - An IP header whose length fields or extension header chain do not
  *   agree with the packet. Nothing past the family of the hook that sees
- *   it and the direction can be trusted, so it matches only rules that
- *   name neither a protocol, nor an address, nor a port ("drop in ipv6"
- *   must still drop every IPv6 packet coming in), and else the policy
- *   decides, as for any packet no rule describes. That is what an
+ *   it and the direction can be trusted (but the addresses, when only the
+ *   chain is broken), so it matches only rules that name neither a
+ *   protocol, nor a port, nor (with a bad length) an address ("drop in
+ *   ipv6" must still drop every IPv6 packet coming in), and else the
+ *   policy decides, as for any packet no rule describes. That is what an
  *   nftables chain does: nft_set_pktinfo_ipv4_validate() and
  *   _ipv6_validate() leave such a packet without a transport protocol,
  *   transport matches fail and the chain's policy applies.
@@ -592,8 +596,16 @@ int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
  *	fragment); -ENOENT for a later fragment whose header names another
  *	extension header; another error for a chain that does not parse
  * @fragoff: ipv6_find_hdr()'s fragment offset, non-zero for a later fragment
+ * @frag: the walk passed a fragment header (%IP6_FH_F_FRAG in its flags)
+ *
+ * A chain that does not parse keeps the addresses, which the checked
+ * fixed header holds. In a fragment it is %KML_FILTER_BAD_FRAGMENT, which
+ * the hook drops: Linux reassembles a first fragment cut short inside its
+ * extension headers (ipv6frag_thdr_truncated() cannot walk them either),
+ * and the whole datagram would arrive with ports no rule saw.
  */
-void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
+void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff,
+			   bool frag)
 {
 	if (proto == -ENOENT) {
 		/* its fragmentable part starts with a header we cannot see */
@@ -601,7 +613,8 @@ void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
 		return;
 	}
 	if (proto < 0) {
-		kml_filter_malformed(p, KML_FILTER_BAD_EXTHDR);
+		p->malformed = frag ? KML_FILTER_BAD_FRAGMENT :
+				      KML_FILTER_BAD_EXTHDR;
 		return;
 	}
 	p->proto = (__u8)proto;
@@ -623,12 +636,16 @@ void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff)
  * carries every header a rule can match. Linux discards a first fragment
  * without the whole upper-layer header (RFC 8200 4.5,
  * ipv6frag_thdr_truncated()) and a datagram with overlapping fragments
- * (RFC 5722), so later fragments can neither hide the ports from the hook
- * nor rewrite them. A datagram whose first fragment was dropped is never
+ * (RFC 5722); the one first fragment it lets through, cut short inside
+ * its extension headers, the hook drops (KML_FILTER_BAD_FRAGMENT). So
+ * later fragments can neither hide the ports from the hook nor rewrite
+ * them. A datagram whose first fragment was dropped is never
  * reassembled; its later fragments expire in the reassembly queue, whose
  * memory the stack bounds (net.ipv6.ip6frag_high_thresh) exactly as it
- * would without a filter. This gives IPv6 IPv4's verdicts: the datagram
- * arrives if and only if the rules accept its headers.
+ * would without a filter (which also means a source "drop in ipv6 src"
+ * names can still fill that queue: later fragments are not judged). This
+ * gives IPv6 IPv4's verdicts: the datagram arrives if and only if the
+ * rules accept its headers.
  *
  * On the way out the stack fragments after LOCAL_OUT (ip_finish_output(),
  * ip6_finish_output()), so only a raw socket sends fragments through the

@@ -55,7 +55,11 @@ struct kml_filter_pkt {
  * @KML_FILTER_BAD_LENGTH: the header's length field disagrees with the
  *	packet (longer than it, or IPv4 shorter than its own header)
  * @KML_FILTER_BAD_EXTHDR: an IPv6 extension header chain that does not
- *	parse (cut short)
+ *	parse (cut short); the fixed header, and so the addresses, are sound
+ * @KML_FILTER_BAD_FRAGMENT: the same in a fragment: a first fragment
+ *	without all the headers up to the upper-layer one, which RFC 8200
+ *	4.5 says to discard (reassembled, it could hide its ports from the
+ *	hook)
  */
 enum kml_filter_bad {
 	KML_FILTER_BAD_NONE,
@@ -64,6 +68,7 @@ enum kml_filter_bad {
 	KML_FILTER_BAD_IHL,
 	KML_FILTER_BAD_LENGTH,
 	KML_FILTER_BAD_EXTHDR,
+	KML_FILTER_BAD_FRAGMENT,
 };
 
 /* the fixed headers the parsers read: struct iphdr, struct ipv6hdr */
@@ -140,7 +145,8 @@ __u32 kml_filter_parse_ipv4(struct kml_filter_pkt *p, const __u8 *h,
 			    __u32 len, bool gso_tcp);
 int kml_filter_parse_ipv6(struct kml_filter_pkt *p, const __u8 *h, __u32 len,
 			  bool gso_tcp);
-void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff);
+void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff,
+			   bool frag);
 
 /*
  * Called for every packet: inline, so that the hook does not make a call
@@ -161,17 +167,31 @@ static inline __u32 kml_filter_lookup(const struct kml_filter_index *ix,
 }
 
 /**
- * kml_filter_not_ip() - is @p no IP packet of its hook's family at all?
+ * kml_filter_drop_always() - must the hook drop @p whatever the rules?
  * @p: a parsed packet
  *
- * Return: true if it has no whole fixed header, the wrong version or an
- * IPv4 header under 20 bytes: the hook drops it, whatever the rules.
+ * Return: true if it is no IP packet of its hook's family at all (no
+ * whole fixed header, the wrong version, an IPv4 header under 20 bytes)
+ * or an IPv6 fragment whose headers are cut short.
  */
-static inline bool kml_filter_not_ip(const struct kml_filter_pkt *p)
+static inline bool kml_filter_drop_always(const struct kml_filter_pkt *p)
 {
 	return p->malformed == KML_FILTER_BAD_SHORT ||
 	       p->malformed == KML_FILTER_BAD_VERSION ||
-	       p->malformed == KML_FILTER_BAD_IHL;
+	       p->malformed == KML_FILTER_BAD_IHL ||
+	       p->malformed == KML_FILTER_BAD_FRAGMENT;
+}
+
+/**
+ * kml_filter_addrs_known() - can address rules judge @p?
+ * @p: a parsed packet
+ *
+ * Return: true unless its IP header is not sound: an extension header
+ * chain that does not parse leaves the fixed header's addresses good.
+ */
+static inline bool kml_filter_addrs_known(const struct kml_filter_pkt *p)
+{
+	return !p->malformed || p->malformed == KML_FILTER_BAD_EXTHDR;
 }
 
 /**

@@ -309,7 +309,8 @@ static u32 kml_filter_parse(const struct sk_buff *skb,
 		h = skb_header_pointer(skb, off, sizeof(struct ipv6hdr), _h);
 		if (!kml_filter_parse_ipv6(p, h, len, gso_tcp)) {
 			proto = ipv6_find_hdr(skb, &at, -1, &fragoff, &flags);
-			kml_filter_ipv6_upper(p, proto, fragoff);
+			kml_filter_ipv6_upper(p, proto, fragoff,
+					      flags & IP6_FH_F_FRAG);
 			if (proto >= 0)
 				thoff = at - off;
 		}
@@ -383,7 +384,7 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	/* malformed: kml_filter_logic.c says which the rules may judge */
 	if (unlikely(pkt.malformed)) {
 		kml_filter_count(ST_MALFORMED, packets);
-		if (kml_filter_not_ip(&pkt)) {
+		if (kml_filter_drop_always(&pkt)) {
 			kml_filter_count(ST_DROPPED, packets);
 			return NF_DROP;
 		}
@@ -999,8 +1000,13 @@ static int __init kml_filter_init(void)
 					      ARRAY_SIZE(kml_filter_stats_desc));
 	if (IS_ERR(kml_filter_stats))
 		return PTR_ERR(kml_filter_stats);
-	for (i = 0; i < ARRAY_SIZE(kml_filter_slot); i++)
+	for (i = 0; i < ARRAY_SIZE(kml_filter_slot); i++) {
 		kml_filter_slot[i] = kml_stats_counter(kml_filter_stats, i);
+		if (!kml_filter_slot[i]) {
+			ret = -EINVAL;
+			goto err_stats;
+		}
+	}
 	ret = register_pernet_subsys(&kml_filter_net_ops);
 	if (ret)
 		goto err_stats;

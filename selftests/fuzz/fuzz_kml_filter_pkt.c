@@ -7,10 +7,12 @@
  * (ASan catches any read past it), or NULL when the packet is shorter,
  * as skb_header_pointer() gives them. Invariants beyond "does not crash":
  * a packet is malformed exactly when the checks written out again here
- * say so, and then nothing but its family and direction is set; a parsed
- * one points its transport header inside the packet; the segment count
- * and bytes are consistent; a malformed packet meets only rules without
- * protocol, address or port, and the index agrees with a linear walk.
+ * say so, and then nothing but its family and direction is set (and its
+ * addresses, for an IPv6 extension header chain that does not parse); a
+ * parsed one points its transport header inside the packet; the segment
+ * count and bytes are consistent; a malformed packet meets only rules
+ * without protocol or port, and without an address unless it kept its
+ * addresses; the index agrees with a linear walk.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -108,19 +110,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (ctl & 16)
 			proto = ctl & 32 ? -ENOENT : -EBADMSG;
-		kml_filter_ipv6_upper(&p, proto, ctl & 64 ? 8 : 0);
+		kml_filter_ipv6_upper(&p, proto, ctl & 64 ? 8 : 0, ctl & 4);
 		thoff = hlen;
 	}
 	want = expect_bad(v6, h ? data : NULL, h ? len : 0, gso_tcp);
 	/* and an IPv6 chain that does not parse, from ipv6_find_hdr() */
 	if (p.malformed != want &&
-	    !(v6 && !want && p.malformed == KML_FILTER_BAD_EXTHDR))
+	    !(v6 && !want && (p.malformed == KML_FILTER_BAD_EXTHDR ||
+			      p.malformed == KML_FILTER_BAD_FRAGMENT)))
 		abort();
 	if (p.family != (v6 ? KML_FILTER_FAMILY_IPV6 : KML_FILTER_FAMILY_IPV4) ||
 	    p.dir != (ctl & 8 ? KML_FILTER_DIR_IN : KML_FILTER_DIR_OUT))
 		abort();
 	if (p.malformed) {
-		check_only_family_dir(&p);
+		struct kml_filter_pkt q = p;
+
+		/* a broken chain keeps the fixed header's addresses */
+		if (kml_filter_addrs_known(&q)) {
+			memset(q.src, 0, sizeof(q.src));
+			memset(q.dst, 0, sizeof(q.dst));
+		}
+		check_only_family_dir(&q);
 		if (kml_filter_wants_ports(&p) || kml_filter_first_fragment_decides(&p))
 			abort();
 	} else {
@@ -153,8 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (kml_filter_lookup(&ix, &p) != want)
 		abort();
 	if (p.malformed && want != KML_FILTER_NOMATCH &&
-	    (rules[want].proto || rules[want].src_len || rules[want].dst_len ||
-	     rules[want].dport_lo || rules[want].dport_hi != 0xffff))
+	    (rules[want].proto || rules[want].dport_lo || rules[want].dport_hi != 0xffff ||
+	     (!kml_filter_addrs_known(&p) && (rules[want].src_len || rules[want].dst_len))))
 		abort();
 	return 0;
 }

@@ -417,7 +417,7 @@ TEST(parse_ipv6_fragments_like_ipv4)
 	ip6(h, 6, 16);
 	/* whole, or a first fragment: the protocol and its ports */
 	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
-	kml_filter_ipv6_upper(&p, 17, 0);
+	kml_filter_ipv6_upper(&p, 17, 0, false);
 	EXPECT_EQ(17, p.proto);
 	EXPECT_EQ(0, p.later_frag);
 	ASSERT_TRUE(kml_filter_wants_ports(&p));
@@ -427,13 +427,13 @@ TEST(parse_ipv6_fragments_like_ipv4)
 	EXPECT_EQ(53, p.dport);
 	/* a transport header cut short: no ports, still UDP */
 	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
-	kml_filter_ipv6_upper(&p, 17, 0);
+	kml_filter_ipv6_upper(&p, 17, 0, false);
 	kml_filter_set_ports(&p, NULL);
 	EXPECT_EQ(0, p.has_ports);
 	EXPECT_EQ(17, p.proto);
 	/* a later fragment keeps its protocol, as IPv4's does */
 	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
-	kml_filter_ipv6_upper(&p, 17, 8);
+	kml_filter_ipv6_upper(&p, 17, 8, false);
 	EXPECT_EQ(17, p.proto);
 	EXPECT_EQ(1, p.later_frag);
 	EXPECT_FALSE(kml_filter_wants_ports(&p));
@@ -442,17 +442,27 @@ TEST(parse_ipv6_fragments_like_ipv4)
 	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
 	/* ... or none, when its header names another extension header */
 	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
-	kml_filter_ipv6_upper(&p, -ENOENT, 0);
+	kml_filter_ipv6_upper(&p, -ENOENT, 0, false);
 	EXPECT_EQ(0, p.proto);
 	EXPECT_EQ(1, p.later_frag);
 	EXPECT_EQ(KML_FILTER_BAD_NONE, p.malformed);
 	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
 	/* a chain that does not parse: malformed */
 	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
-	kml_filter_ipv6_upper(&p, -EBADMSG, 0);
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0, false);
 	EXPECT_EQ(KML_FILTER_BAD_EXTHDR, p.malformed);
-	EXPECT_EQ(0, p.src[0]);
+	/* the fixed header was sound: its addresses stay, address rules judge */
+	EXPECT_EQ(0xfd, p.src[0]);
+	EXPECT_TRUE(kml_filter_addrs_known(&p));
+	EXPECT_EQ(0, p.proto);
 	EXPECT_FALSE(kml_filter_wants_ports(&p));
+	EXPECT_FALSE(kml_filter_first_fragment_decides(&p));
+	EXPECT_FALSE(kml_filter_drop_always(&p));
+	/* ... in a fragment, which reassembly would let through: dropped */
+	ASSERT_EQ(0, kml_filter_parse_ipv6(&p, h, 56, false));
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0, true);
+	EXPECT_EQ(KML_FILTER_BAD_FRAGMENT, p.malformed);
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	EXPECT_FALSE(kml_filter_first_fragment_decides(&p));
 	/* an IPv4 later fragment on the way in (never, after reassembly) too */
 	p = pkt4("10.0.0.1", "10.0.0.2", 17, 0, 0, KML_FILTER_DIR_IN);
@@ -492,42 +502,42 @@ TEST(ipv4_plain_agrees_with_the_parse)
 }
 
 /* Which malformed packets the hook drops whatever the rules: the non-IP ones. */
-TEST(not_ip_is_dropped_whatever_the_rules)
+TEST(non_ip_is_dropped_whatever_the_rules)
 {
 	struct kml_filter_pkt p = { .dir = KML_FILTER_DIR_OUT };
 	__u8 h[60];	/* ip4() clears a header with options */
 
 	ip4(h, 5, 28, 0);
 	kml_filter_parse_ipv4(&p, h, 28, false);
-	EXPECT_FALSE(kml_filter_not_ip(&p));
+	EXPECT_FALSE(kml_filter_drop_always(&p));
 	kml_filter_parse_ipv4(&p, h, 19, false);		/* short */
-	EXPECT_TRUE(kml_filter_not_ip(&p));
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	h[0] = 0x65;						/* version 6 */
 	kml_filter_parse_ipv4(&p, h, 28, false);
-	EXPECT_TRUE(kml_filter_not_ip(&p));
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	ip4(h, 4, 28, 0);					/* ihl 4 */
 	kml_filter_parse_ipv4(&p, h, 28, false);
-	EXPECT_TRUE(kml_filter_not_ip(&p));
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	ip4(h, 5, 29, 0);		/* IP, but its length lies: rules judge it */
 	kml_filter_parse_ipv4(&p, h, 28, false);
 	EXPECT_EQ(KML_FILTER_BAD_LENGTH, p.malformed);
-	EXPECT_FALSE(kml_filter_not_ip(&p));
+	EXPECT_FALSE(kml_filter_drop_always(&p));
 
 	ip6(h, 6, 8);
 	kml_filter_parse_ipv6(&p, h, 48, false);
-	EXPECT_FALSE(kml_filter_not_ip(&p));
+	EXPECT_FALSE(kml_filter_drop_always(&p));
 	kml_filter_parse_ipv6(&p, h, 39, false);		/* short */
-	EXPECT_TRUE(kml_filter_not_ip(&p));
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	ip6(h, 4, 8);						/* version 4 */
 	kml_filter_parse_ipv6(&p, h, 48, false);
-	EXPECT_TRUE(kml_filter_not_ip(&p));
+	EXPECT_TRUE(kml_filter_drop_always(&p));
 	ip6(h, 6, 9);
 	kml_filter_parse_ipv6(&p, h, 48, false);
-	EXPECT_FALSE(kml_filter_not_ip(&p));
+	EXPECT_FALSE(kml_filter_drop_always(&p));
 	ip6(h, 6, 8);
 	kml_filter_parse_ipv6(&p, h, 48, false);
-	kml_filter_ipv6_upper(&p, -EBADMSG, 0);		/* chain cut short */
-	EXPECT_FALSE(kml_filter_not_ip(&p));
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0, false);		/* chain cut short */
+	EXPECT_FALSE(kml_filter_drop_always(&p));
 }
 
 /* Rules a malformed packet meets: only those naming no proto, address, port. */
@@ -573,6 +583,14 @@ TEST(malformed_matches_only_family_and_direction)
 	kml_filter_parse_ipv6(&p, h, 48, false);
 	ASSERT_EQ(KML_FILTER_BAD_NONE, p.malformed);
 	EXPECT_EQ(3, kml_filter_lookup(&ix, &p));
+	/* and so does it with its extension headers cut short: the
+	 * addresses are the checked fixed header's; the port rule is not met
+	 */
+	kml_filter_parse_ipv6(&p, h, 48, false);
+	kml_filter_ipv6_upper(&p, -EBADMSG, 0, false);
+	ASSERT_EQ(KML_FILTER_BAD_EXTHDR, p.malformed);
+	EXPECT_EQ(3, kml_filter_lookup(&ix, &p));
+	EXPECT_EQ(3, linear(r, 4, &p));
 	free(mem);
 }
 
