@@ -187,11 +187,13 @@ static inline bool kml_filter_drop_always(const struct kml_filter_pkt *p)
  * @p: a parsed packet
  *
  * Return: true unless its IP header is not sound: an extension header
- * chain that does not parse leaves the fixed header's addresses good.
+ * chain that does not parse (in a fragment or not) leaves the fixed
+ * header's addresses good.
  */
 static inline bool kml_filter_addrs_known(const struct kml_filter_pkt *p)
 {
-	return !p->malformed || p->malformed == KML_FILTER_BAD_EXTHDR;
+	return !p->malformed || p->malformed == KML_FILTER_BAD_EXTHDR ||
+	       p->malformed == KML_FILTER_BAD_FRAGMENT;
 }
 
 /**
