@@ -231,4 +231,131 @@ struct kml_filter_list {
 #define KML_FILTER_IOC_SET_POLICY _IOW(KML_FILTER_IOC_MAGIC, 0x35, __u32)
 #define KML_FILTER_IOC_LIST	_IOWR(KML_FILTER_IOC_MAGIC, 0x36, struct kml_filter_list)
 
+/*
+ * Generic netlink: the family "kml_filter", version 1, the interface the
+ * client uses. It acts on the namespace of the netlink socket; every
+ * command but GET_INFO needs CAP_NET_ADMIN in the user namespace that
+ * owns it, checked for the socket's opener and for the sender, as the
+ * ioctls check it. Every command validates its attributes strictly: an
+ * attribute the command does not take, or one of the wrong size or
+ * value, is refused with -EINVAL and an extended ack that names it
+ * (NLMSGERR_ATTR_MSG and NLMSGERR_ATTR_OFFS); a rule the module refuses
+ * gets its reason and the attribute of the part that is wrong. The
+ * ioctls above stay, for the labs and for 32-bit callers of ABI 2; both
+ * interfaces act on the same rules.
+ */
+#define KML_FILTER_GENL_NAME	"kml_filter"
+#define KML_FILTER_GENL_VERSION	1
+
+/**
+ * enum kml_filter_cmd - generic netlink commands
+ * @KML_FILTER_CMD_UNSPEC: not a command
+ * @KML_FILTER_CMD_GET_INFO: reply: %KML_FILTER_A_ABI_VERSION, _GENERATION,
+ *	_NRULES, _MAX_RULES, _POLICY, _POLICY_PACKETS, _POLICY_BYTES,
+ *	_MEM_BYTES, _MEM_LIMIT. Takes no attribute, needs no privilege.
+ * @KML_FILTER_CMD_NEWRULE: insert %KML_FILTER_A_RULE at
+ *	%KML_FILTER_A_POSITION (0 = first; absent or past the end appends)
+ * @KML_FILTER_CMD_DELRULE: delete the rule at %KML_FILTER_A_INDEX, or the
+ *	first rule equal to %KML_FILTER_A_RULE (exactly one of the two);
+ *	-ENOENT if there is none
+ * @KML_FILTER_CMD_FLUSH: delete every rule; the policy stays
+ * @KML_FILTER_CMD_SET_POLICY: set %KML_FILTER_A_POLICY
+ * @KML_FILTER_CMD_GETRULE: dump: one message per rule, with
+ *	%KML_FILTER_A_INDEX, _RULE, _PACKETS, _BYTES and _GENERATION. A dump
+ *	that spans an update is marked NLM_F_DUMP_INTR: read it again.
+ * @__KML_FILTER_CMD_MAX: one past the last command
+ */
+enum kml_filter_cmd {
+	KML_FILTER_CMD_UNSPEC,
+	KML_FILTER_CMD_GET_INFO,
+	KML_FILTER_CMD_NEWRULE,
+	KML_FILTER_CMD_DELRULE,
+	KML_FILTER_CMD_FLUSH,
+	KML_FILTER_CMD_SET_POLICY,
+	KML_FILTER_CMD_GETRULE,
+	__KML_FILTER_CMD_MAX
+};
+
+/**
+ * enum kml_filter_attr - top-level attributes
+ * @KML_FILTER_A_UNSPEC: not an attribute
+ * @KML_FILTER_A_PAD: alignment padding for the 64-bit attributes
+ * @KML_FILTER_A_ABI_VERSION: u32, %KML_FILTER_ABI_VERSION (output)
+ * @KML_FILTER_A_GENERATION: u64, +1 for every change (output)
+ * @KML_FILTER_A_NRULES: u32, rules in the set (output)
+ * @KML_FILTER_A_MAX_RULES: u32, %KML_FILTER_MAX_RULES (output)
+ * @KML_FILTER_A_POLICY: u8, %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @KML_FILTER_A_POLICY_PACKETS: u64, packets the policy decided (output)
+ * @KML_FILTER_A_POLICY_BYTES: u64, their bytes (output)
+ * @KML_FILTER_A_MEM_BYTES: u64, bytes the namespace's sets take (output)
+ * @KML_FILTER_A_MEM_LIMIT: u64, what they may take, the module parameter
+ *	net_mem_max (output)
+ * @KML_FILTER_A_RULE: nested, enum kml_filter_rule_attr
+ * @KML_FILTER_A_POSITION: u32, where NEWRULE inserts
+ * @KML_FILTER_A_INDEX: u32, a rule's index, from 0
+ * @KML_FILTER_A_PACKETS: u64, packets a rule decided (output)
+ * @KML_FILTER_A_BYTES: u64, their bytes (output)
+ * @__KML_FILTER_A_MAX: one past the last attribute
+ */
+enum kml_filter_attr {
+	KML_FILTER_A_UNSPEC,
+	KML_FILTER_A_PAD,
+	KML_FILTER_A_ABI_VERSION,
+	KML_FILTER_A_GENERATION,
+	KML_FILTER_A_NRULES,
+	KML_FILTER_A_MAX_RULES,
+	KML_FILTER_A_POLICY,
+	KML_FILTER_A_POLICY_PACKETS,
+	KML_FILTER_A_POLICY_BYTES,
+	KML_FILTER_A_MEM_BYTES,
+	KML_FILTER_A_MEM_LIMIT,
+	KML_FILTER_A_RULE,
+	KML_FILTER_A_POSITION,
+	KML_FILTER_A_INDEX,
+	KML_FILTER_A_PACKETS,
+	KML_FILTER_A_BYTES,
+	__KML_FILTER_A_MAX
+};
+#define KML_FILTER_A_MAX	(__KML_FILTER_A_MAX - 1)
+
+/**
+ * enum kml_filter_rule_attr - the attributes of %KML_FILTER_A_RULE
+ * @KML_FILTER_RA_UNSPEC: not an attribute
+ * @KML_FILTER_RA_FAMILY: u8, as &struct kml_filter_rule.family; absent: any
+ * @KML_FILTER_RA_PROTO: u8, as .proto; absent: any
+ * @KML_FILTER_RA_DIR: u8, as .dir; required
+ * @KML_FILTER_RA_ACTION: u8, as .action; required
+ * @KML_FILTER_RA_SRC: binary, the source prefix: 4 bytes for IPv4, 16 for
+ *	IPv6 (the rule's family); absent: any address
+ * @KML_FILTER_RA_SRC_LEN: u8, its prefix length; absent with
+ *	%KML_FILTER_RA_SRC: the whole address. Without it: must be absent
+ * @KML_FILTER_RA_DST: binary, the destination prefix, as _SRC
+ * @KML_FILTER_RA_DST_LEN: u8, as _SRC_LEN
+ * @KML_FILTER_RA_SPORT_LO: u16, lowest source port; absent: 0
+ * @KML_FILTER_RA_SPORT_HI: u16, highest source port; absent: 65535
+ * @KML_FILTER_RA_DPORT_LO: u16, lowest destination port; absent: 0
+ * @KML_FILTER_RA_DPORT_HI: u16, highest destination port; absent: 65535
+ * @__KML_FILTER_RA_MAX: one past the last attribute
+ *
+ * A dump gives every attribute of a rule but the addresses of a rule
+ * that has none. The checks are those of &struct kml_filter_rule.
+ */
+enum kml_filter_rule_attr {
+	KML_FILTER_RA_UNSPEC,
+	KML_FILTER_RA_FAMILY,
+	KML_FILTER_RA_PROTO,
+	KML_FILTER_RA_DIR,
+	KML_FILTER_RA_ACTION,
+	KML_FILTER_RA_SRC,
+	KML_FILTER_RA_SRC_LEN,
+	KML_FILTER_RA_DST,
+	KML_FILTER_RA_DST_LEN,
+	KML_FILTER_RA_SPORT_LO,
+	KML_FILTER_RA_SPORT_HI,
+	KML_FILTER_RA_DPORT_LO,
+	KML_FILTER_RA_DPORT_HI,
+	__KML_FILTER_RA_MAX
+};
+#define KML_FILTER_RA_MAX	(__KML_FILTER_RA_MAX - 1)
+
 #endif /* _UAPI_LINUX_KML_FILTER_H */
