@@ -566,7 +566,8 @@ bool kml_nl_get_flag(const struct kml_nl_attr *a)
  * @max: entries in @types
  *
  * The kernel names the bad attribute by the offset of its header; when
- * that is inside a nest we descend into it. The caller may instead keep
+ * that is inside a nest (an attribute with NLA_F_NESTED, as
+ * kml_nl_nest_start makes them) we descend into it. The caller may instead keep
  * the offsets its puts returned and compare, this is for when it did not.
  * Return: the depth (>= 1), -ENOENT when no attribute header is at @offs,
  * -ENOSPC when deeper than @max, -EINVAL for a malformed request.
@@ -594,9 +595,12 @@ int kml_nl_attr_path(const void *req, size_t len, uint32_t offs,
 		types[depth++] = a.type;
 		if (offs == a.off)
 			return (int)depth;
-		if (offs < a.off + NLA_HDRLEN)
-			return -ENOENT;	/* inside a header */
-		/* inside the payload: only a nest has headers there */
+		/*
+		 * Inside a header, or a payload that is no nest (what we
+		 * build always has NLA_F_NESTED on its nests).
+		 */
+		if (offs < a.off + NLA_HDRLEN || !(a.flags & NLA_F_NESTED))
+			return -ENOENT;
 		kml_nl_iter_init(&it, a.data, a.len, a.off + NLA_HDRLEN);
 	}
 	return it.err ? it.err : -ENOENT;
