@@ -554,7 +554,7 @@ int kml_nl_get_bin(const struct kml_nl_attr *a, const void **data, size_t *len)
 /** kml_nl_get_flag() - whether the attribute is present. */
 bool kml_nl_get_flag(const struct kml_nl_attr *a)
 {
-	return a->data != NULL;
+	return a->data;
 }
 
 /**
