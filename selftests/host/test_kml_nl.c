@@ -714,6 +714,14 @@ TEST(host_dump_and_extack)
 	ASSERT_EQ(-ECANCELED, kml_nl_request(&s, &m, fail_cb, &n, &e));
 	ASSERT_EQ(1, n);
 	ASSERT_EQ(0, kml_nl_family_id(&s, "nlctrl", &id));
+	/* a dump that fails to start ends in an NLMSG_ERROR, not a DONE */
+	kml_nl_msg_init(&m, buf, sizeof(buf), GENL_ID_CTRL, NLM_F_DUMP, CTRL_CMD_GETPOLICY, 1);
+	kml_nl_put_str(&m, CTRL_ATTR_FAMILY_NAME, "kml_no_such");
+	n = 0;
+	err = kml_nl_request(&s, &m, count_families, &n, &e);
+	ASSERT_GT(0, err);	/* -ENOENT; a kernel before 5.7 has no GETPOLICY */
+	ASSERT_EQ(err, e.error);
+	ASSERT_EQ(0, n);
 	/* a name longer than the policy allows: the kernel names our attribute */
 	kml_nl_msg_init(&m, buf, sizeof(buf), GENL_ID_CTRL, 0, CTRL_CMD_GETFAMILY, 1);
 	off = kml_nl_put_str(&m, CTRL_ATTR_FAMILY_NAME, "a_name_much_longer_than_sixteen");
