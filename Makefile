@@ -55,7 +55,8 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
-	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl
+	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
+	     test_kml_filter_genl
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl
 
@@ -156,20 +157,27 @@ $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h
 FILTER_LIB := userspace/kml_filter_parse.c modules/kml_filter/kml_filter_logic.c
 FILTER_HDR := userspace/kml_filter_parse.h modules/kml_filter/kml_filter_logic.h \
 	      uapi/linux/kml_filter.h
+NL_LIB := userspace/kml_nl.c
+NL_HDR := userspace/kml_nl.h
+# the client's generic netlink: libkml_nl and the kml_filter messages
+FILTER_NL := userspace/kml_filter_genl.c $(NL_LIB)
+FILTER_NL_HDR := userspace/kml_filter_genl.h $(NL_HDR)
 
-$(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CLI)
+$(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(FILTER_NL) \
+		$(FILTER_NL_HDR) $(CLI)
 	@mkdir -p $(@D)
-	$(CLIENT_CC) -o $@ $< $(FILTER_LIB) $(CLI)
+	$(CLIENT_CC) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(CLI)
 
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 # kml-filter as a 32-bit process, for the compat ioctl selftest (which
 # reports SKIP without it): static, so the guest needs no 32-bit libc.
-$(BUILD)/bin/kml-filter-m32: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(CLI)
+$(BUILD)/bin/kml-filter-m32: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(FILTER_NL) \
+		$(FILTER_NL_HDR) $(CLI)
 	@mkdir -p $(@D)
 	@if echo 'int main(void) { return 0; }' | \
 	    $(CC) -m32 -static -x c -o /dev/null - 2>/dev/null; then \
-		$(CC) -m32 -static $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(CLI); \
+		$(CC) -m32 -static $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(CLI); \
 	else echo 'kml_filter: no -m32 -static toolchain, 32-bit client not built'; fi
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:
@@ -284,9 +292,6 @@ $(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FI
 	else echo 'kml_filter: no -m32 compiler, 32-bit uapi layout unchecked'; fi
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB)
 
-NL_LIB := userspace/kml_nl.c
-NL_HDR := userspace/kml_nl.h
-
 $(BUILD)/host/test_kml_nl: selftests/host/test_kml_nl.c $(NL_LIB) $(NL_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(NL_LIB)
@@ -295,6 +300,11 @@ $(BUILD)/host/test_kml_nl: selftests/host/test_kml_nl.c $(NL_LIB) $(NL_HDR)
 	@if echo 'int main(void) { return 0; }' | $(CC) -m32 -x c -o /dev/null - 2>/dev/null; then \
 		$(CC) -m32 $(SELFTEST_CFLAGS) -o $@-m32 $< $(NL_LIB); \
 	else echo 'libkml_nl: no -m32 toolchain, 32-bit host test not built'; fi
+
+$(BUILD)/host/test_kml_filter_genl: selftests/host/test_kml_filter_genl.c $(FILTER_LIB) \
+		$(FILTER_HDR) $(FILTER_NL) $(FILTER_NL_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB) $(FILTER_NL)
 
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kml-filter: the client of /dev/kml_filter. It acts on the network
- * namespace it runs in (`ip netns exec NS kml-filter ...`), like iptables.
- * Rules are written in the words kml_filter_parse.h describes; `list`
- * prints them the same way, so its output can be loaded back.
+ * kml-filter: the client of kml_filter. It talks to the module over its
+ * generic netlink family (list, add, del, flush, policy), and through
+ * /dev/kml_filter's REPLACE ioctl for `load`, which netlink cannot do yet.
+ * Either acts on the network namespace the client runs in (`ip netns
+ * exec NS kml-filter ...`), like iptables. Rules are written in the words
+ * kml_filter_parse.h describes; `list` prints them the same way, so its
+ * output can be loaded back. When the kernel refuses a rule, its extended
+ * ack names the attribute at fault, which the client maps back to the
+ * word of the command line that set it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,10 +22,18 @@
 #include <unistd.h>
 
 #include "kml_cli.h"
+#include "kml_filter_genl.h"
 #include "kml_filter_parse.h"
+#include "kml_nl.h"
 
 static const char *device = KML_FILTER_DEVICE;
 static int json;
+/* --no-check: send rules as written, for the kernel to judge (tests) */
+static int no_check;
+static struct kml_nl_sock nl = { .fd = -1 };
+static uint16_t family_id;
+/* requests are built here; 8-aligned for kml_nl_put_u64_pad's sake */
+static uint64_t reqbuf[128];
 
 static void usage(FILE *f)
 {
@@ -45,7 +58,10 @@ static void usage(FILE *f)
 		"  -j, --json               JSON output\n"
 		"  -h, --help               this text, also `help`\n"
 		"  -V, --version            the client's version\n"
-		"KML_FILTER_DEVICE overrides %s.\n", kml_prog, KML_FILTER_DEVICE);
+		"  --no-check               (for testing) before the command: send rules\n"
+		"                           unchecked, so the kernel's own reasons show\n"
+		"KML_FILTER_DEVICE overrides %s (the device load uses).\n", kml_prog,
+		KML_FILTER_DEVICE);
 }
 
 /* kml-filter.1's COMMANDS, in short; main() runs them. */
@@ -89,6 +105,7 @@ static void ioctl_failed(const char *what)
 	}
 }
 
+/* `load` still goes through the device's REPLACE ioctl. */
 static int open_device(void)
 {
 	int fd = open(device, O_RDONLY | O_CLOEXEC);
@@ -112,14 +129,169 @@ static int open_device(void)
 	return fd;
 }
 
-static void parse_or_die(int argc, char *const argv[], struct kml_filter_rule *r)
+/* A rule on the command line, and which word set each of its parts. */
+struct cmdline_rule {
+	int argc;
+	char *const *argv;
+	struct kml_filter_rule rule;
+	struct kml_filter_words words;
+	struct kml_filter_genl_offs offs;	/* once put in a request */
+};
+
+static void parse_or_die(int argc, char *const argv[], struct cmdline_rule *cr)
 {
 	char err[256];
 
 	if (!argc)
 		kml_usage_error("%s", "give a rule, e.g. `drop in tcp dport 22`");
-	if (kml_filter_parse_rule(argc, argv, r, err, sizeof(err)))
+	if (kml_filter_parse_rule_words(argc, argv, &cr->rule, &cr->words,
+					no_check ? KML_FILTER_PARSE_NO_CHECK : 0,
+					err, sizeof(err)))
 		kml_usage_error("bad rule: %s", err);
+	cr->argc = argc;
+	cr->argv = argv;
+}
+
+/* What a rule attribute is, for an ack that says one is missing. */
+static const char *rule_attr_name(uint32_t type)
+{
+	static const char *const names[KML_FILTER_RA_MAX + 1] = {
+		[KML_FILTER_RA_FAMILY] = "its family",
+		[KML_FILTER_RA_PROTO] = "its protocol",
+		[KML_FILTER_RA_DIR] = "its direction (in, out)",
+		[KML_FILTER_RA_ACTION] = "its action (accept or drop)",
+		[KML_FILTER_RA_SRC] = "its source address",
+		[KML_FILTER_RA_SRC_LEN] = "its source prefix length",
+		[KML_FILTER_RA_DST] = "its destination address",
+		[KML_FILTER_RA_DST_LEN] = "its destination prefix length",
+		[KML_FILTER_RA_SPORT_LO] = "its lowest source port",
+		[KML_FILTER_RA_SPORT_HI] = "its highest source port",
+		[KML_FILTER_RA_DPORT_LO] = "its lowest destination port",
+		[KML_FILTER_RA_DPORT_HI] = "its highest destination port",
+	};
+
+	return type <= KML_FILTER_RA_MAX && names[type] ? names[type] : "an attribute";
+}
+
+/*
+ * The kernel refused a rule: its reason, and when the extended ack's
+ * offset is an attribute that a word of the command line set, the words
+ * again with that one underlined:
+ *
+ *   kml-filter: the kernel refused the rule: ports need tcp or udp
+ *     drop in udp dport 22-21
+ *                       ^^^^^
+ */
+static void __attribute__((noreturn)) rule_refused(int err, const struct kml_nl_err *e,
+						   const struct cmdline_rule *cr)
+{
+	char why[KML_NL_ERRMSG_MAX + 64], lines[1024];
+	int word = -1;
+
+	if (e->msg[0])
+		snprintf(why, sizeof(why), "%s", e->msg);
+	else if (e->has_miss_type)
+		snprintf(why, sizeof(why), "%s is missing", rule_attr_name(e->miss_type));
+	else
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	if (e->has_offs)
+		word = kml_filter_genl_offs_word(&cr->offs, &cr->words, e->offs);
+	fprintf(stderr, "%s: the kernel refused the rule: %s\n", kml_prog, why);
+	if (word >= 0 && kml_filter_genl_point(cr->argc, cr->argv, word, lines, sizeof(lines)) > 0)
+		fputs(lines, stderr);
+	exit(1);
+}
+
+/* A request failed: the same lines the ioctls gave, or the kernel's own reason. */
+static void __attribute__((noreturn)) nl_failed(const char *what, int err,
+						const struct kml_nl_err *e,
+						const struct cmdline_rule *cr)
+{
+	switch (-err) {
+	case EPERM:
+		kml_die("%s needs CAP_NET_ADMIN in this network namespace (run as root)", what);
+	case ENOENT:
+		kml_die("%s: no such rule", what);
+	case ENOMEM:
+		kml_die("out of memory");
+	case EPROTO:
+		kml_die("%s: the kernel's reply is malformed (module and client from different versions?)",
+			what);
+	case ENOSPC:
+		if (!e || !e->msg[0])
+			kml_die("%s: the rule set is full (%u rules)", what, KML_FILTER_MAX_RULES);
+		break;
+	default:
+		break;
+	}
+	/*
+	 * A value refused (policy validation says -EINVAL or -ERANGE) with
+	 * a reason that names the rule's nest or something in it, or no
+	 * attribute at all, is about the rule.
+	 */
+	if (cr && e && (err == -EINVAL || err == -ERANGE) && (e->msg[0] || e->has_miss_type) &&
+	    (!e->has_offs || (e->offs >= (uint32_t)cr->offs.nest &&
+			      e->offs < (uint32_t)cr->offs.end)))
+		rule_refused(err, e, cr);
+	if (e && e->msg[0])
+		kml_die("%s: the kernel refused the request: %s", what, e->msg);
+	if (err == -EINVAL)
+		kml_die("%s: the module refused the request as invalid", what);
+	if (err == -EOPNOTSUPP)
+		kml_die("%s: the module does not know this request (module and client from different versions?)",
+			what);
+	kml_die("%s: %s", what, strerror(-err));
+}
+
+static struct kml_nl_msg *request(uint8_t cmd, uint16_t flags)
+{
+	static struct kml_nl_msg m;
+
+	kml_nl_msg_init(&m, reqbuf, sizeof(reqbuf), family_id, flags, cmd,
+			KML_FILTER_GENL_VERSION);
+	return &m;
+}
+
+/* Sends @m, dies with @what's line if the kernel refuses it. */
+static void send_or_die(const char *what, struct kml_nl_msg *m, kml_nl_cb cb, void *arg,
+			const struct cmdline_rule *cr)
+{
+	struct kml_nl_err e;
+	int err = kml_nl_request(&nl, m, cb, arg, &e);
+
+	if (err)
+		nl_failed(what, err, &e, cr);
+}
+
+static int info_cb(const struct nlmsghdr *msg, size_t len, void *arg)
+{
+	return kml_filter_genl_parse_info(msg, len, arg);
+}
+
+static void get_info(struct kml_filter_genl_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	send_or_die("info", request(KML_FILTER_CMD_GET_INFO, 0), info_cb, info, NULL);
+	if (info->abi_version != KML_FILTER_ABI_VERSION)
+		kml_die("kml_filter speaks ABI %u, this client ABI %u", info->abi_version,
+			KML_FILTER_ABI_VERSION);
+}
+
+/* The family, resolved, and the module's ABI checked, as open_device() does. */
+static void open_family(void)
+{
+	struct kml_filter_genl_info info;
+	int err = kml_nl_open(&nl);
+
+	if (err)
+		kml_die("cannot open a generic netlink socket: %s", strerror(-err));
+	err = kml_nl_family_id(&nl, KML_FILTER_GENL_NAME, &family_id);
+	if (err == -ENOENT)
+		kml_die_not_loaded("kml_filter", "its generic netlink family " KML_FILTER_GENL_NAME);
+	if (err)
+		kml_die("cannot look up the generic netlink family %s: %s", KML_FILTER_GENL_NAME,
+			strerror(-err));
+	get_info(&info);
 }
 
 /* Rule words in JSON as on the command line: strings, never numbers. */
@@ -158,30 +330,52 @@ static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 	printf(",\"%s\":\"%s/%u\"", key, a, len);
 }
 
-static void cmd_list(int fd, int verbose)
+/*
+ * The policy and the rules of one generation: GET_INFO, the GETRULE dump,
+ * GET_INFO again, all read again while an update comes between them (the
+ * ioctl's LIST gave one snapshot; a dump is many messages).
+ */
+static void read_rules(struct kml_filter_genl_info *info, struct kml_filter_genl_dump *d)
 {
-	struct kml_filter_info info = { 0 };
-	struct kml_filter_list l = { 0 };
-	struct kml_filter_entry *e = NULL;
+	struct kml_filter_genl_info after;
+	struct kml_nl_err e;
+	int tries, err;
+
+	for (tries = 0; tries < KML_FILTER_GENL_DUMP_TRIES; tries++) {
+		get_info(info);
+		kml_filter_genl_dump_reset(d);
+		err = kml_nl_request(&nl, request(KML_FILTER_CMD_GETRULE, NLM_F_DUMP),
+				     kml_filter_genl_dump_msg, d, &e);
+		err = kml_filter_genl_dump_verdict(d, err);
+		if (err == -EAGAIN)
+			continue;
+		if (err)
+			nl_failed("list", err, &e, NULL);
+		get_info(&after);
+		if (after.generation == info->generation &&
+		    (!d->count || d->generation == info->generation))
+			return;
+	}
+	kml_die("list: the rules changed every time they were read (%d tries): try again",
+		KML_FILTER_GENL_DUMP_TRIES);
+}
+
+static void cmd_list(int verbose)
+{
+	struct kml_filter_genl_info info;
+	struct kml_filter_genl_dump d = { 0 };
+	struct {
+		__u64 generation;
+		unsigned int count;
+	} l;
+	const struct kml_filter_genl_entry *e;
 	unsigned int i;
 	char text[256];
 
-	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info))
-		ioctl_failed("info");
-	/* The set may grow between two calls: retry until it fits. */
-	for (;;) {
-		__u32 room = l.count;
-
-		if (ioctl(fd, KML_FILTER_IOC_LIST, &l))
-			ioctl_failed("list");
-		if (l.count <= room)
-			break;
-		free(e);
-		e = calloc(l.count, sizeof(*e));
-		if (!e)
-			kml_die("out of memory");
-		l.entries = (__u64)(uintptr_t)e;
-	}
+	read_rules(&info, &d);
+	e = d.e;
+	l.generation = info.generation;
+	l.count = d.count;
 	if (json) {
 		printf("{\"generation\":%" PRIu64 ",\"policy\":\"%s\",\"policy_packets\":%" PRIu64
 		       ",\"policy_bytes\":%" PRIu64 ",\"rules\":[",
@@ -222,7 +416,7 @@ static void cmd_list(int fd, int verbose)
 			printf("%s\n", text);
 		}
 	}
-	free(e);
+	kml_filter_genl_dump_free(&d);
 }
 
 static void cmd_load(int fd, const char *path)
@@ -271,10 +465,11 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "no-check", no_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
-	int c, fd;
+	int c;
 
 	kml_prog = "kml-filter";
 	kml_cli_common(&argc, argv, &json, usage, cmds);
@@ -288,6 +483,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'N':
+			no_check = 1;
+			break;
 		default:
 			kml_bad_option(c, argv);
 		}
@@ -302,62 +500,75 @@ int main(int argc, char **argv)
 		int verbose = argc >= 1 && !strcmp(argv[0], "-v");
 
 		kml_operands(argc - verbose, argv + verbose, 0, 0);
-		fd = open_device();
-		cmd_list(fd, verbose);
+		open_family();
+		cmd_list(verbose);
 	} else if (!strcmp(cmd, "add")) {
-		struct kml_filter_add a = { .position = KML_FILTER_APPEND };
+		struct cmdline_rule cr;
+		struct kml_nl_msg *m;
+		__u32 position = KML_FILTER_APPEND;
 
 		if (argc >= 2 && !strcmp(argv[0], "--at")) {
-			a.position = (__u32)kml_arg_number(argv[1], KML_FILTER_MAX_RULES,
-							   "position");
-			if (!a.position)
+			position = (__u32)kml_arg_number(argv[1], KML_FILTER_MAX_RULES,
+							 "position");
+			if (!position)
 				kml_usage_error("%s", "bad position '0': rules are numbered from 1");
-			a.position--;
+			position--;
 			argc -= 2;
 			argv += 2;
 		}
-		parse_or_die(argc, argv, &a.rule);
-		fd = open_device();
-		if (ioctl(fd, KML_FILTER_IOC_ADD, &a))
-			ioctl_failed("add");
+		parse_or_die(argc, argv, &cr);
+		open_family();
+		m = request(KML_FILTER_CMD_NEWRULE, 0);
+		kml_filter_genl_put_rule(m, KML_FILTER_A_RULE, &cr.rule, &cr.offs);
+		if (position != KML_FILTER_APPEND)
+			kml_nl_put_u32(m, KML_FILTER_A_POSITION, position);
+		send_or_die("add", m, NULL, NULL, &cr);
 	} else if (!strcmp(cmd, "del")) {
-		struct kml_filter_del d = { 0 };
+		struct cmdline_rule cr;
+		struct kml_nl_msg *m;
 
 		if (argc == 1 && argv[0][0] >= '0' && argv[0][0] <= '9') {
-			d.index = (__u32)kml_arg_number(argv[0], KML_FILTER_MAX_RULES,
-							"rule number");
-			if (!d.index)
+			__u32 index = (__u32)kml_arg_number(argv[0], KML_FILTER_MAX_RULES,
+							    "rule number");
+
+			if (!index)
 				kml_usage_error("%s", "bad rule number '0': rules are numbered from 1");
-			d.index--;
+			open_family();
+			m = request(KML_FILTER_CMD_DELRULE, 0);
+			kml_nl_put_u32(m, KML_FILTER_A_INDEX, index - 1);
+			send_or_die("del", m, NULL, NULL, NULL);
 		} else {
-			parse_or_die(argc, argv, &d.rule);
-			d.flags = KML_FILTER_DEL_MATCH;
+			parse_or_die(argc, argv, &cr);
+			open_family();
+			m = request(KML_FILTER_CMD_DELRULE, 0);
+			kml_filter_genl_put_rule(m, KML_FILTER_A_RULE, &cr.rule, &cr.offs);
+			send_or_die("del", m, NULL, NULL, &cr);
 		}
-		fd = open_device();
-		if (ioctl(fd, KML_FILTER_IOC_DEL, &d))
-			ioctl_failed("del");
 	} else if (!strcmp(cmd, "flush")) {
 		kml_operands(argc, argv, 0, 0);
-		fd = open_device();
-		if (ioctl(fd, KML_FILTER_IOC_FLUSH))
-			ioctl_failed("flush");
+		open_family();
+		send_or_die("flush", request(KML_FILTER_CMD_FLUSH, 0), NULL, NULL, NULL);
 	} else if (!strcmp(cmd, "policy")) {
-		__u32 p;
+		struct kml_nl_msg *m;
 
 		kml_operands(argc, argv, 1, 1);
 		if (strcmp(argv[0], "accept") && strcmp(argv[0], "drop"))
 			kml_usage_error("bad policy '%s': give accept or drop", argv[0]);
-		p = argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
-		fd = open_device();
-		if (ioctl(fd, KML_FILTER_IOC_SET_POLICY, &p))
-			ioctl_failed("policy");
+		open_family();
+		m = request(KML_FILTER_CMD_SET_POLICY, 0);
+		kml_nl_put_u8(m, KML_FILTER_A_POLICY,
+			      argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP);
+		send_or_die("policy", m, NULL, NULL, NULL);
 	} else if (!strcmp(cmd, "load")) {
+		int fd;
+
 		kml_operands(argc, argv, 1, 1);
 		fd = open_device();
 		cmd_load(fd, argv[0]);
+		close(fd);
 	} else {
 		kml_usage_error("unknown command '%s'", cmd);
 	}
-	close(fd);
+	kml_nl_close(&nl);
 	return 0;
 }

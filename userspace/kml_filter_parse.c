@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,8 @@ static int parse_port(const char *s, const char **end, __u16 *out)
 	return 0;
 }
 
-static int parse_ports(const char *s, __u16 *lo, __u16 *hi, char *err,
-		       size_t errlen)
+static int parse_ports(const char *s, __u16 *lo, __u16 *hi, bool check,
+		       char *err, size_t errlen)
 {
 	const char *end;
 
@@ -64,7 +65,7 @@ static int parse_ports(const char *s, __u16 *lo, __u16 *hi, char *err,
 		return fail(err, errlen, "bad port '%s': give 0..65535 or LOW-HIGH", s);
 	*hi = *lo;
 	if (*end == '-' && !parse_port(end + 1, &end, hi) && !*end) {
-		if (*lo > *hi)
+		if (check && *lo > *hi)
 			return fail(err, errlen, "reversed port range '%s'", s);
 		return 0;
 	}
@@ -74,7 +75,7 @@ static int parse_ports(const char *s, __u16 *lo, __u16 *hi, char *err,
 }
 
 static int parse_prefix(const char *s, __u8 *family, __u8 *addr, __u8 *len,
-			char *err, size_t errlen)
+			bool check, char *err, size_t errlen)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
 	unsigned int bits;
@@ -110,7 +111,7 @@ static int parse_prefix(const char *s, __u8 *family, __u8 *addr, __u8 *len,
 		return fail(err, errlen, "'%s' is not of the rule's address family", s);
 	memcpy(masked, addr, 16);
 	kml_filter_prefix_mask(masked, (unsigned int)l);
-	if (memcmp(masked, addr, 16)) {
+	if (check && memcmp(masked, addr, 16)) {
 		char good[INET6_ADDRSTRLEN];
 
 		inet_ntop(fam == KML_FILTER_FAMILY_IPV4 ? AF_INET : AF_INET6,
@@ -135,36 +136,54 @@ static const struct {
 };
 
 /**
- * kml_filter_parse_rule() - words to a rule
+ * kml_filter_parse_rule_words() - words to a rule, and which word said what
  * @argc: number of words
  * @argv: the words
  * @r: filled in (zeroed first)
+ * @words: if not NULL, set to the index in @argv of the word that set each
+ *	part of the rule (-1 for a part no word set): for src, dst, sport
+ *	and dport the value after the keyword, since that is what a reason
+ *	like "reversed port range" is about
+ * @flags: %KML_FILTER_PARSE_NO_CHECK: only the words' syntax is checked,
+ *	not what the kernel checks too (reversed ranges, bits past a prefix,
+ *	kml_filter_rule_check(), a missing action), so a test can send the
+ *	kernel a rule it must refuse and see its reason
  * @err: set to a one-line reason on failure
  * @errlen: size of @err
  *
  * Return: 0, or -1 with @err set.
  */
-int kml_filter_parse_rule(int argc, char *const argv[],
-			  struct kml_filter_rule *r, char *err, size_t errlen)
+int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_rule *r,
+				struct kml_filter_words *words, unsigned int flags,
+				char *err, size_t errlen)
 {
+	bool check = !(flags & KML_FILTER_PARSE_NO_CHECK);
+	struct kml_filter_words local;
 	unsigned int seen = 0;
 	const char *why;
 	int i;
 	size_t k;
 
+	if (!words)
+		words = &local;
+	words->action = words->dir = words->family = words->proto = -1;
+	words->src = words->dst = words->sport = words->dport = -1;
 	memset(r, 0, sizeof(*r));
 	r->sport_hi = r->dport_hi = 0xffff;
 	for (i = 0; i < argc; i++) {
 		const char *w = argv[i];
 		unsigned int bit;
 		const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
+		__u8 fam_before = r->family;
 
 		if (!strcmp(w, "accept") || !strcmp(w, "drop")) {
 			bit = 1;
 			r->action = w[0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+			words->action = i;
 		} else if (!strcmp(w, "in") || !strcmp(w, "out")) {
 			bit = 2;
 			r->dir = w[0] == 'i' ? KML_FILTER_DIR_IN : KML_FILTER_DIR_OUT;
+			words->dir = i;
 		} else if (!strcmp(w, "ipv4") || !strcmp(w, "ipv6")) {
 			__u8 fam = w[3] == '4' ? KML_FILTER_FAMILY_IPV4 :
 						 KML_FILTER_FAMILY_IPV6;
@@ -173,6 +192,7 @@ int kml_filter_parse_rule(int argc, char *const argv[],
 			if (r->family && r->family != fam)
 				return fail(err, errlen, "'%s' conflicts with the rule's addresses", w);
 			r->family = fam;
+			words->family = i;
 		} else if (!strcmp(w, "src") || !strcmp(w, "dst") ||
 			   !strcmp(w, "sport") || !strcmp(w, "dport")) {
 			bit = w[0] == 's' ? (w[1] == 'r' ? 16 : 64) :
@@ -182,18 +202,29 @@ int kml_filter_parse_rule(int argc, char *const argv[],
 			if (seen & bit)
 				return fail(err, errlen, "'%s' given twice", w);
 			if (bit == 16 && parse_prefix(arg, &r->family, r->src,
-						      &r->src_len, err, errlen))
+						      &r->src_len, check, err, errlen))
 				return -1;
 			if (bit == 32 && parse_prefix(arg, &r->family, r->dst,
-						      &r->dst_len, err, errlen))
+						      &r->dst_len, check, err, errlen))
 				return -1;
 			if (bit == 64 && parse_ports(arg, &r->sport_lo,
-						     &r->sport_hi, err, errlen))
+						     &r->sport_hi, check, err, errlen))
 				return -1;
 			if (bit == 128 && parse_ports(arg, &r->dport_lo,
-						      &r->dport_hi, err, errlen))
+						      &r->dport_hi, check, err, errlen))
 				return -1;
 			i++;
+			if (bit == 16)
+				words->src = i;
+			else if (bit == 32)
+				words->dst = i;
+			else if (bit == 64)
+				words->sport = i;
+			else
+				words->dport = i;
+			/* an address that gives the family is the family's word */
+			if (!fam_before && r->family)
+				words->family = i;
 		} else {
 			for (k = 0; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
 				if (!strcmp(w, kml_protos[k].name))
@@ -202,18 +233,38 @@ int kml_filter_parse_rule(int argc, char *const argv[],
 				return fail(err, errlen, "unknown word '%s'", w);
 			bit = 8;
 			r->proto = kml_protos[k].proto;
+			words->proto = i;
 		}
 		if (seen & bit)
 			return fail(err, errlen, "'%s': that part of the rule is given twice", w);
 		seen |= bit;
 	}
-	if (!r->action)
-		return fail(err, errlen, "the rule needs 'accept' or 'drop'");
 	if (!r->dir)
 		r->dir = KML_FILTER_DIR_BOTH;
+	if (!check)
+		return 0;
+	if (!r->action)
+		return fail(err, errlen, "the rule needs 'accept' or 'drop'");
 	if (kml_filter_rule_check(r, &why))
 		return fail(err, errlen, "%s", why);
 	return 0;
+}
+
+/**
+ * kml_filter_parse_rule() - words to a rule
+ * @argc: number of words
+ * @argv: the words
+ * @r: filled in (zeroed first)
+ * @err: set to a one-line reason on failure
+ * @errlen: size of @err
+ *
+ * kml_filter_parse_rule_words() with every check and no word map.
+ * Return: 0, or -1 with @err set.
+ */
+int kml_filter_parse_rule(int argc, char *const argv[],
+			  struct kml_filter_rule *r, char *err, size_t errlen)
+{
+	return kml_filter_parse_rule_words(argc, argv, r, NULL, 0, err, errlen);
 }
 
 static int ruleset_push(struct kml_filter_ruleset *rs,

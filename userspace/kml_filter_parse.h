@@ -22,8 +22,23 @@ struct kml_filter_ruleset {
 	__u32 policy;		/* 0 when the file has no policy line */
 };
 
+/*
+ * For each part of a rule, the index of the word that set it, -1 if none
+ * did (the part has its default). An address that set the family is also
+ * the family's word. kml-filter points at the word the kernel refused.
+ */
+struct kml_filter_words {
+	int action, dir, family, proto, src, dst, sport, dport;
+};
+
+/* kml_filter_parse_rule_words() flags */
+#define KML_FILTER_PARSE_NO_CHECK	0x1	/* syntax only: leave the rest to the kernel */
+
 int kml_filter_parse_rule(int argc, char *const argv[],
 			  struct kml_filter_rule *r, char *err, size_t errlen);
+int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_rule *r,
+				struct kml_filter_words *words, unsigned int flags,
+				char *err, size_t errlen);
 int kml_filter_parse_file(const char *buf, size_t len,
 			  struct kml_filter_ruleset *rs, char *err,
 			  size_t errlen);
