@@ -55,9 +55,9 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 	     kml_hello_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
-	     test_kml_trace_parse test_kml_probe_file test_kml_cli
+	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
-	     fuzz_kml_probe_file
+	     fuzz_kml_probe_file fuzz_kml_nl
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install install-userspace deb dkms-install check-all check-stock check-loaded \
@@ -284,6 +284,18 @@ $(BUILD)/host/test_kml_filter_logic: selftests/host/test_kml_filter_logic.c $(FI
 	else echo 'kml_filter: no -m32 compiler, 32-bit uapi layout unchecked'; fi
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(FILTER_LIB)
 
+NL_LIB := userspace/kml_nl.c
+NL_HDR := userspace/kml_nl.h
+
+$(BUILD)/host/test_kml_nl: selftests/host/test_kml_nl.c $(NL_LIB) $(NL_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< $(NL_LIB)
+	@# and as a 32-bit program, as kml-filter-m32 will use it: lengths
+	@# from the wire are added to a 32-bit size_t there
+	@if echo 'int main(void) { return 0; }' | $(CC) -m32 -x c -o /dev/null - 2>/dev/null; then \
+		$(CC) -m32 $(SELFTEST_CFLAGS) -o $@-m32 $< $(NL_LIB); \
+	else echo 'libkml_nl: no -m32 toolchain, 32-bit host test not built'; fi
+
 hosttests: $(addprefix $(BUILD)/host/,$(HOSTTESTS))
 
 # libFuzzer targets (clang); `make check` runs each for a bounded time.
@@ -314,6 +326,11 @@ $(BUILD)/fuzz/fuzz_kml_probe_file: selftests/fuzz/fuzz_kml_probe_file.c $(PROBE_
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE)
+
+$(BUILD)/fuzz/fuzz_kml_nl: selftests/fuzz/fuzz_kml_nl.c $(NL_LIB) $(NL_HDR)
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(NL_LIB)
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
