@@ -179,11 +179,11 @@ static int kml_filter_nl_rule(const struct nlattr *nest,
 	if (ret)
 		return ret;
 	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_DIR)) {
-		NL_SET_ERR_MSG_MOD(extack, "a rule needs a direction");
+		NL_SET_ERR_MSG(extack, "a rule needs a direction");
 		return -EINVAL;
 	}
 	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_ACTION)) {
-		NL_SET_ERR_MSG_MOD(extack, "a rule needs an action");
+		NL_SET_ERR_MSG(extack, "a rule needs an action");
 		return -EINVAL;
 	}
 	memset(r, 0, sizeof(*r));
@@ -286,7 +286,7 @@ static int kml_filter_nl_done(int ret, struct genl_info *info)
 		kml_filter_rejected();
 	if (ret == -ENOSPC)
 		GENL_SET_ERR_MSG(info,
-				 "kml_filter: no room: the set would pass net_mem_max or the rule limit");
+				 "no room: the set would pass net_mem_max or the rule limit");
 	return ret;
 }
 
@@ -297,7 +297,7 @@ static int kml_filter_nl_newrule(struct sk_buff *skb, struct genl_info *info)
 	int ret;
 
 	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_RULE)) {
-		GENL_SET_ERR_MSG(info, "kml_filter: NEWRULE needs a rule");
+		GENL_SET_ERR_MSG(info, "NEWRULE needs a rule");
 		return kml_filter_nl_done(-EINVAL, info);
 	}
 	ret = kml_filter_nl_rule(info->attrs[KML_FILTER_A_RULE], &r,
@@ -319,7 +319,7 @@ static int kml_filter_nl_delrule(struct sk_buff *skb, struct genl_info *info)
 
 	if (!index == !rule) {
 		NL_SET_ERR_MSG_ATTR(info->extack, index,
-				    "kml_filter: DELRULE needs an index or a rule, not both");
+				    "DELRULE needs an index or a rule, not both");
 		return kml_filter_nl_done(-EINVAL, info);
 	}
 	if (rule) {
@@ -331,7 +331,7 @@ static int kml_filter_nl_delrule(struct sk_buff *skb, struct genl_info *info)
 				index ? nla_get_u32(index) : 0);
 	if (ret == -ENOENT)
 		NL_SET_ERR_MSG_ATTR(info->extack, index ?: rule,
-				    "kml_filter: no such rule");
+				    "no such rule");
 	return kml_filter_nl_done(ret, info);
 }
 
@@ -344,7 +344,7 @@ static int kml_filter_nl_flush(struct sk_buff *skb, struct genl_info *info)
 static int kml_filter_nl_policy(struct sk_buff *skb, struct genl_info *info)
 {
 	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_POLICY)) {
-		GENL_SET_ERR_MSG(info, "kml_filter: SET_POLICY needs a policy");
+		GENL_SET_ERR_MSG(info, "SET_POLICY needs a policy");
 		return kml_filter_nl_done(-EINVAL, info);
 	}
 	return kml_filter_nl_done(kml_filter_set_policy(kml_filter_nl_net(info),
