@@ -206,9 +206,10 @@ $(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/k
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(RING_LIB) -lpthread
 
 $(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
-		$(FILTER_LIB) $(FILTER_HDR) $(KSRC)/tools/testing/selftests/kselftest_harness.h
+		$(FILTER_LIB) $(FILTER_HDR) userspace/kml_nl.c userspace/kml_nl.h \
+		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(FILTER_LIB) userspace/kml_nl.c -lpthread
 
 $(BUILD)/selftests/kml_hello_test: selftests/kml_hello/kml_hello_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
@@ -225,7 +226,7 @@ ST_SRC_kml_stats_test  := selftests/kml_stats/kml_stats_test.c userspace/kml_sta
 ST_SRC_kml_sensor_test := selftests/kml_sensor/kml_sensor_test.c
 ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c
 ST_SRC_kml_ring_test   := selftests/kml_ring/kml_ring_test.c $(RING_LIB)
-ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB)
+ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB) userspace/kml_nl.c
 ST_SRC_kml_hello_test  := selftests/kml_hello/kml_hello_test.c
 
 $(BUILD)/selftests32/%: $(BUILD)/selftests/%

@@ -55,6 +55,87 @@ static bool kml_filter_ports_any(__u16 lo, __u16 hi)
 }
 
 /**
+ * kml_filter_rule_why() - is this a rule the kernel accepts, and if not,
+ *	what is wrong and where
+ * @r: the rule
+ * @why: if not NULL, set to a short reason when the rule is refused (a
+ *	string that lives as long as the code), NULL otherwise
+ * @field: if not NULL, set to the part of the rule the reason is about
+ *	(enum kml_filter_field), so an interface can point at it
+ *
+ * Return: 0 or -EINVAL.
+ */
+int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
+			unsigned int *field)
+{
+	const char *bad = NULL;
+	unsigned int bits = kml_filter_addr_bits(r->family), at = 0;
+	/* of the two addresses or port ranges, the one a reason is about */
+	unsigned int addr = r->src_len ? KML_FILTER_F_SRC : KML_FILTER_F_DST;
+	unsigned int port = kml_filter_ports_any(r->sport_lo, r->sport_hi) ?
+			    KML_FILTER_F_DPORT : KML_FILTER_F_SPORT;
+
+	if (r->family != KML_FILTER_FAMILY_ANY &&
+	    r->family != KML_FILTER_FAMILY_IPV4 &&
+	    r->family != KML_FILTER_FAMILY_IPV6) {
+		bad = "unknown family";
+		at = KML_FILTER_F_FAMILY;
+	} else if (r->proto != KML_FILTER_PROTO_ANY &&
+		   r->proto != KML_FILTER_PROTO_ICMP &&
+		   r->proto != KML_FILTER_PROTO_TCP &&
+		   r->proto != KML_FILTER_PROTO_UDP &&
+		   r->proto != KML_FILTER_PROTO_ICMPV6) {
+		bad = "unknown protocol";
+		at = KML_FILTER_F_PROTO;
+	} else if ((r->proto == KML_FILTER_PROTO_ICMP &&
+		    r->family == KML_FILTER_FAMILY_IPV6) ||
+		   (r->proto == KML_FILTER_PROTO_ICMPV6 &&
+		    r->family == KML_FILTER_FAMILY_IPV4)) {
+		bad = "protocol of the other family";
+		at = KML_FILTER_F_PROTO;
+	} else if (!r->dir || (r->dir & ~KML_FILTER_DIR_BOTH)) {
+		bad = "bad direction";
+		at = KML_FILTER_F_DIR;
+	} else if (r->action != KML_FILTER_ACCEPT &&
+		   r->action != KML_FILTER_DROP) {
+		bad = "bad action";
+		at = KML_FILTER_F_ACTION;
+	} else if ((r->src_len || r->dst_len) &&
+		   r->family == KML_FILTER_FAMILY_ANY) {
+		bad = "address without a family";
+		at = addr;
+	} else if (r->src_len > bits || r->dst_len > bits) {
+		bad = "bad prefix length";
+		at = r->src_len > bits ? KML_FILTER_F_SRC : KML_FILTER_F_DST;
+	} else if (!kml_filter_prefix_ok(r->src, r->src_len, bits) ||
+		   !kml_filter_prefix_ok(r->dst, r->dst_len, bits)) {
+		bad = "address has bits set past its prefix length";
+		at = kml_filter_prefix_ok(r->src, r->src_len, bits) ?
+		     KML_FILTER_F_DST : KML_FILTER_F_SRC;
+	} else if (r->sport_lo > r->sport_hi || r->dport_lo > r->dport_hi) {
+		bad = "reversed port range";
+		at = r->sport_lo > r->sport_hi ? KML_FILTER_F_SPORT :
+						 KML_FILTER_F_DPORT;
+	} else if ((!kml_filter_ports_any(r->sport_lo, r->sport_hi) ||
+		    !kml_filter_ports_any(r->dport_lo, r->dport_hi)) &&
+		   r->proto != KML_FILTER_PROTO_TCP &&
+		   r->proto != KML_FILTER_PROTO_UDP) {
+		bad = "ports need tcp or udp";
+		at = port;
+	} else if (r->pad[0] || r->pad[1] || r->reserved[0] ||
+		   r->reserved[1]) {
+		bad = "padding not zero";
+		at = KML_FILTER_F_PAD;
+	}
+
+	if (why)
+		*why = bad;
+	if (field)
+		*field = at;
+	return bad ? -EINVAL : 0;
+}
+
+/**
  * kml_filter_rule_check() - is this a rule the kernel accepts?
  * @r: the rule
  * @why: if not NULL, set to a short reason when the rule is refused
@@ -63,50 +144,7 @@ static bool kml_filter_ports_any(__u16 lo, __u16 hi)
  */
 int kml_filter_rule_check(const struct kml_filter_rule *r, const char **why)
 {
-	const char *bad = NULL;
-	unsigned int bits = kml_filter_addr_bits(r->family);
-
-	if (r->family != KML_FILTER_FAMILY_ANY &&
-	    r->family != KML_FILTER_FAMILY_IPV4 &&
-	    r->family != KML_FILTER_FAMILY_IPV6)
-		bad = "unknown family";
-	else if (r->proto != KML_FILTER_PROTO_ANY &&
-		 r->proto != KML_FILTER_PROTO_ICMP &&
-		 r->proto != KML_FILTER_PROTO_TCP &&
-		 r->proto != KML_FILTER_PROTO_UDP &&
-		 r->proto != KML_FILTER_PROTO_ICMPV6)
-		bad = "unknown protocol";
-	else if ((r->proto == KML_FILTER_PROTO_ICMP &&
-		  r->family == KML_FILTER_FAMILY_IPV6) ||
-		 (r->proto == KML_FILTER_PROTO_ICMPV6 &&
-		  r->family == KML_FILTER_FAMILY_IPV4))
-		bad = "protocol of the other family";
-	else if (!r->dir || (r->dir & ~KML_FILTER_DIR_BOTH))
-		bad = "bad direction";
-	else if (r->action != KML_FILTER_ACCEPT &&
-		 r->action != KML_FILTER_DROP)
-		bad = "bad action";
-	else if ((r->src_len || r->dst_len) &&
-		 r->family == KML_FILTER_FAMILY_ANY)
-		bad = "address without a family";
-	else if (r->src_len > bits || r->dst_len > bits)
-		bad = "bad prefix length";
-	else if (!kml_filter_prefix_ok(r->src, r->src_len, bits) ||
-		 !kml_filter_prefix_ok(r->dst, r->dst_len, bits))
-		bad = "address has bits set past its prefix length";
-	else if (r->sport_lo > r->sport_hi || r->dport_lo > r->dport_hi)
-		bad = "reversed port range";
-	else if ((!kml_filter_ports_any(r->sport_lo, r->sport_hi) ||
-		  !kml_filter_ports_any(r->dport_lo, r->dport_hi)) &&
-		 r->proto != KML_FILTER_PROTO_TCP &&
-		 r->proto != KML_FILTER_PROTO_UDP)
-		bad = "ports need tcp or udp";
-	else if (r->pad[0] || r->pad[1] || r->reserved[0] || r->reserved[1])
-		bad = "padding not zero";
-
-	if (why)
-		*why = bad;
-	return bad ? -EINVAL : 0;
+	return kml_filter_rule_why(r, why, NULL);
 }
 
 /**

@@ -112,6 +112,34 @@ struct kml_filter_index {
 	__u8 lens[2][2][128];
 };
 
+/**
+ * enum kml_filter_field - the part of a rule kml_filter_rule_why() blames
+ * @KML_FILTER_F_NONE: none (the rule is good)
+ * @KML_FILTER_F_FAMILY: .family
+ * @KML_FILTER_F_PROTO: .proto
+ * @KML_FILTER_F_DIR: .dir
+ * @KML_FILTER_F_ACTION: .action
+ * @KML_FILTER_F_SRC: .src or .src_len
+ * @KML_FILTER_F_DST: .dst or .dst_len
+ * @KML_FILTER_F_SPORT: .sport_lo or .sport_hi
+ * @KML_FILTER_F_DPORT: .dport_lo or .dport_hi
+ * @KML_FILTER_F_PAD: .pad or .reserved
+ */
+enum kml_filter_field {
+	KML_FILTER_F_NONE,
+	KML_FILTER_F_FAMILY,
+	KML_FILTER_F_PROTO,
+	KML_FILTER_F_DIR,
+	KML_FILTER_F_ACTION,
+	KML_FILTER_F_SRC,
+	KML_FILTER_F_DST,
+	KML_FILTER_F_SPORT,
+	KML_FILTER_F_DPORT,
+	KML_FILTER_F_PAD,
+};
+
+int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
+			unsigned int *field);
 int kml_filter_rule_check(const struct kml_filter_rule *r, const char **why);
 bool kml_filter_match(const struct kml_filter_rule *r,
 		      const struct kml_filter_pkt *p);

@@ -31,7 +31,10 @@
  * user namespace that owns that network namespace, so a container's root
  * manages its own rules and nobody else's. Its structs are extensible
  * (kml_ioctl.h): the size in the ioctl number is the caller's struct
- * size, so a later version can append fields without new numbers.
+ * size, so a later version can append fields without new numbers. The
+ * same changes are offered as a generic netlink family, the way network
+ * configuration reaches the kernel today (kml_filter_nl.c); both come
+ * down to the functions of kml_filter.h.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -59,6 +62,7 @@
 
 #include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
+#include "kml_filter.h"
 #include "kml_filter_logic.h"
 #include "kml_filter_trace.h"
 
@@ -249,7 +253,7 @@ static struct kml_filter_count kml_filter_sum(const struct kml_filter_set *set,
 	return c;
 }
 
-static struct kml_filter_net *kml_filter_pernet(const struct net *net)
+struct kml_filter_net *kml_filter_pernet(const struct net *net)
 {
 	return net_generic(net, kml_filter_net_id);
 }
@@ -572,6 +576,28 @@ static bool kml_filter_policy_ok(u32 policy)
 	return policy == KML_FILTER_ACCEPT || policy == KML_FILTER_DROP;
 }
 
+void kml_filter_get_state(struct kml_filter_net *fn,
+			  struct kml_filter_state *st)
+{
+	struct kml_filter_set *set;
+	struct kml_filter_count pc;
+
+	memset(st, 0, sizeof(*st));
+	st->info.abi_version = KML_FILTER_ABI_VERSION;
+	st->info.max_rules = KML_FILTER_MAX_RULES;
+	mutex_lock(&fn->lock);
+	set = kml_filter_current(fn);
+	st->info.nrules = set->nrules;
+	st->info.policy = set->policy;
+	st->info.generation = fn->generation;
+	pc = kml_filter_sum(set, set->nrules);
+	st->mem_bytes = kml_filter_bytes(set->nrules) + fn->building;
+	mutex_unlock(&fn->lock);
+	st->info.policy_packets = pc.packets;
+	st->info.policy_bytes = pc.bytes;
+	st->mem_limit = READ_ONCE(net_mem_max);
+}
+
 /*
  * Output only, but for @flags: the rest of the caller's struct is not read,
  * so its old contents cannot make the call fail.
@@ -579,12 +605,7 @@ static bool kml_filter_policy_ok(u32 policy)
 static int kml_filter_get_info(struct kml_filter_net *fn,
 			       struct kml_filter_info __user *uinfo, size_t usize)
 {
-	struct kml_filter_info info = {
-		.abi_version = KML_FILTER_ABI_VERSION,
-		.max_rules = KML_FILTER_MAX_RULES,
-	};
-	struct kml_filter_set *set;
-	struct kml_filter_count pc;
+	struct kml_filter_state st;
 	u32 flags;
 
 	if (usize < KML_FILTER_INFO_SIZE_VER0)
@@ -593,16 +614,8 @@ static int kml_filter_get_info(struct kml_filter_net *fn,
 		return -EFAULT;
 	if (flags)
 		return -EINVAL;
-	mutex_lock(&fn->lock);
-	set = kml_filter_current(fn);
-	info.nrules = set->nrules;
-	info.policy = set->policy;
-	info.generation = fn->generation;
-	pc = kml_filter_sum(set, set->nrules);
-	mutex_unlock(&fn->lock);
-	info.policy_packets = pc.packets;
-	info.policy_bytes = pc.bytes;
-	return kml_copy_struct_out(uinfo, usize, &info, sizeof(info));
+	kml_filter_get_state(fn, &st);
+	return kml_copy_struct_out(uinfo, usize, &st.info, sizeof(st.info));
 }
 
 static int kml_filter_replace(struct kml_filter_net *fn,
@@ -709,10 +722,20 @@ static int kml_filter_add(struct kml_filter_net *fn,
 				 KML_FILTER_ADD_SIZE_VER0);
 	if (ret)
 		return ret;
-	if (a.flags || kml_filter_rule_check(&a.rule, NULL))
+	if (a.flags)
+		return -EINVAL;
+	return kml_filter_insert(fn, &a.rule, a.position);
+}
+
+int kml_filter_insert(struct kml_filter_net *fn,
+		      const struct kml_filter_rule *rule, u32 position)
+{
+	int ret;
+
+	if (kml_filter_rule_check(rule, NULL))
 		return -EINVAL;
 	mutex_lock(&fn->lock);
-	ret = kml_filter_edit(fn, &a.rule, a.position, false, 0);
+	ret = kml_filter_edit(fn, rule, position, false, 0);
 	mutex_unlock(&fn->lock);
 	return ret;
 }
@@ -721,9 +744,7 @@ static int kml_filter_del(struct kml_filter_net *fn,
 			  const struct kml_filter_del __user *ud, size_t usize)
 {
 	static const struct kml_filter_rule zero;
-	struct kml_filter_set *set;
 	struct kml_filter_del d;
-	u32 i;
 	int ret;
 
 	ret = kml_copy_struct_in(&d, sizeof(d), ud, usize,
@@ -732,16 +753,26 @@ static int kml_filter_del(struct kml_filter_net *fn,
 		return ret;
 	if (d.reserved[0] || d.reserved[1] || (d.flags & ~KML_FILTER_DEL_MATCH))
 		return -EINVAL;
-	if (d.flags ? kml_filter_rule_check(&d.rule, NULL) || d.index :
-		      !!memcmp(&d.rule, &zero, sizeof(zero)))
+	if (d.flags ? !!d.index : !!memcmp(&d.rule, &zero, sizeof(zero)))
 		return -EINVAL;
-	ret = -ENOENT;
+	return kml_filter_delete(fn, d.flags ? &d.rule : NULL, d.index);
+}
+
+/* Delete the first rule equal to @match or, with @match NULL, rule @index. */
+int kml_filter_delete(struct kml_filter_net *fn,
+		      const struct kml_filter_rule *match, u32 index)
+{
+	struct kml_filter_set *set;
+	int ret = -ENOENT;
+	u32 i = index;
+
+	if (match && kml_filter_rule_check(match, NULL))
+		return -EINVAL;
 	mutex_lock(&fn->lock);
 	set = kml_filter_current(fn);
-	i = d.index;
-	if (d.flags)
+	if (match)
 		for (i = 0; i < set->nrules; i++)
-			if (!memcmp(&set->rules[i], &d.rule, sizeof(d.rule)))
+			if (!memcmp(&set->rules[i], match, sizeof(*match)))
 				break;
 	if (i < set->nrules)
 		ret = kml_filter_edit(fn, NULL, i, true, 0);
@@ -749,7 +780,7 @@ static int kml_filter_del(struct kml_filter_net *fn,
 	return ret;
 }
 
-static int kml_filter_flush(struct kml_filter_net *fn)
+int kml_filter_flush(struct kml_filter_net *fn)
 {
 	struct kml_filter_set *set;
 	int ret;
@@ -770,14 +801,10 @@ static int kml_filter_flush(struct kml_filter_net *fn)
 	return set ? 0 : -ENOMEM;
 }
 
-static int kml_filter_set_policy(struct kml_filter_net *fn,
-				 const u32 __user *up)
+int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy)
 {
-	u32 policy;
 	int ret;
 
-	if (get_user(policy, up))
-		return -EFAULT;
 	if (!kml_filter_policy_ok(policy))
 		return -EINVAL;
 	mutex_lock(&fn->lock);
@@ -786,16 +813,69 @@ static int kml_filter_set_policy(struct kml_filter_net *fn,
 	return ret;
 }
 
-static int kml_filter_list(struct kml_filter_net *fn,
-			   struct kml_filter_list __user *ul, size_t usize)
+static int kml_filter_ioc_policy(struct kml_filter_net *fn,
+				 const u32 __user *up)
 {
-	struct kml_filter_entry __user *ue;
+	u32 policy;
+
+	if (get_user(policy, up))
+		return -EFAULT;
+	return kml_filter_set_policy(fn, policy);
+}
+
+u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
+		    int (*emit)(void *arg, u32 index,
+				const struct kml_filter_entry *e, u64 generation),
+		    void *arg, u32 *nrules, u64 *generation)
+{
 	struct kml_filter_entry e;
 	struct kml_filter_count c;
 	struct kml_filter_set *set;
+	u32 i;
+
+	/* The lock keeps one generation for the whole walk. */
+	mutex_lock(&fn->lock);
+	set = kml_filter_current(fn);
+	for (i = from; i < set->nrules; i++) {
+		c = kml_filter_sum(set, i);
+		e.rule = set->rules[i];
+		e.packets = c.packets;
+		e.bytes = c.bytes;
+		if (emit(arg, i, &e, fn->generation))
+			break;
+	}
+	*nrules = set->nrules;
+	*generation = fn->generation;
+	mutex_unlock(&fn->lock);
+	return i;
+}
+
+struct kml_filter_list_ctx {
+	struct kml_filter_entry __user *ue;
+	u32 room;
+	int ret;
+};
+
+static int kml_filter_list_emit(void *arg, u32 i,
+				const struct kml_filter_entry *e, u64 generation)
+{
+	struct kml_filter_list_ctx *ctx = arg;
+
+	if (i >= ctx->room)
+		return 1;
+	if (copy_to_user(&ctx->ue[i], e, sizeof(*e))) {
+		ctx->ret = -EFAULT;
+		return 1;
+	}
+	return 0;
+}
+
+static int kml_filter_list(struct kml_filter_net *fn,
+			   struct kml_filter_list __user *ul, size_t usize)
+{
+	struct kml_filter_list_ctx ctx = { };
 	struct kml_filter_list l;
 	int ret;
-	u32 i, n;
 
 	ret = kml_copy_struct_in(&l, sizeof(l), ul, usize,
 				 KML_FILTER_LIST_SIZE_VER0);
@@ -803,27 +883,13 @@ static int kml_filter_list(struct kml_filter_net *fn,
 		return ret;
 	if (l.flags)
 		return -EINVAL;
-	ue = u64_to_user_ptr(l.entries);
-	/* The lock keeps one generation for the whole copy. */
-	mutex_lock(&fn->lock);
-	set = kml_filter_current(fn);
-	n = min(l.count, set->nrules);
-	for (i = 0; i < n; i++) {
-		c = kml_filter_sum(set, i);
-		e.rule = set->rules[i];
-		e.packets = c.packets;
-		e.bytes = c.bytes;
-		if (copy_to_user(&ue[i], &e, sizeof(e))) {
-			ret = -EFAULT;
-			break;
-		}
-	}
-	l.count = set->nrules;
-	l.generation = fn->generation;
-	mutex_unlock(&fn->lock);
-	if (!ret)
-		ret = kml_copy_struct_out(ul, usize, &l, sizeof(l));
-	return ret;
+	ctx.ue = u64_to_user_ptr(l.entries);
+	ctx.room = l.count;
+	kml_filter_walk(fn, 0, kml_filter_list_emit, &ctx, &l.count,
+			&l.generation);
+	if (ctx.ret)
+		return ctx.ret;
+	return kml_copy_struct_out(ul, usize, &l, sizeof(l));
 }
 
 /*
@@ -852,6 +918,12 @@ static unsigned int kml_filter_canonical(unsigned int cmd)
 	return 0;
 }
 
+/* A refused change, from either interface. */
+void kml_filter_rejected(void)
+{
+	kml_stats_inc(kml_filter_stats, ST_REJECTED);
+}
+
 /* A command that needs CAP_NET_ADMIN, once the caller has it. */
 static long kml_filter_command(struct kml_filter_net *fn, unsigned int cmd,
 			       void __user *uarg, size_t usize)
@@ -868,7 +940,7 @@ static long kml_filter_command(struct kml_filter_net *fn, unsigned int cmd,
 	case KML_FILTER_IOC_FLUSH:
 		return kml_filter_flush(fn);
 	default:
-		return kml_filter_set_policy(fn, uarg);
+		return kml_filter_ioc_policy(fn, uarg);
 	}
 }
 
@@ -898,7 +970,7 @@ static long kml_filter_ioctl(struct file *file, unsigned int cmd,
 	ret = kml_filter_capable(file) ?
 	      kml_filter_command(fn, cmd, uarg, usize) : -EPERM;
 	if (ret)
-		kml_stats_inc(kml_filter_stats, ST_REJECTED);
+		kml_filter_rejected();
 	return ret;
 }
 
@@ -1010,11 +1082,16 @@ static int __init kml_filter_init(void)
 	ret = register_pernet_subsys(&kml_filter_net_ops);
 	if (ret)
 		goto err_stats;
-	ret = misc_register(&kml_filter_misc);
+	ret = kml_filter_nl_init();
 	if (ret)
 		goto err_pernet;
+	ret = misc_register(&kml_filter_misc);
+	if (ret)
+		goto err_nl;
 	return 0;
 
+err_nl:
+	kml_filter_nl_exit();
 err_pernet:
 	unregister_pernet_subsys(&kml_filter_net_ops);
 err_stats:
@@ -1026,6 +1103,8 @@ static void __exit kml_filter_exit(void)
 {
 	/* Open files pin the module (.owner), so no ioctl is running. */
 	misc_deregister(&kml_filter_misc);
+	/* Waits for requests in flight; a dump in progress pins the module. */
+	kml_filter_nl_exit();
 	/* Removes the hooks from every namespace, waits, frees the sets. */
 	unregister_pernet_subsys(&kml_filter_net_ops);
 	kml_stats_unregister(kml_filter_stats);

@@ -44,6 +44,7 @@
 #include "../kml_trace.h"
 #include <linux/kml_filter.h>
 #include "../../userspace/kml_filter_parse.h"
+#include "../../userspace/kml_nl.h"
 #include "../../modules/kml_filter/kml_filter_logic.h"
 
 #define PORT_UDP	9000
@@ -2961,6 +2962,712 @@ TEST_F_TIMEOUT(mem, update_needs_room_for_two, 120)
 	EXPECT_EQ(n, i.nrules);
 	EXPECT_EQ(4, i.generation);
 	EXPECT_EQ(KML_FILTER_DROP, i.policy);
+}
+
+/* ---- the generic netlink family ---- */
+
+FIXTURE(nl) {
+	int fd;			/* /dev/kml_filter, the same namespace */
+	struct kml_nl_sock s;
+	uint16_t fam;
+	__u32 ncpus;
+};
+
+FIXTURE_SETUP(nl)
+{
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	self->ncpus = possible_cpus();
+	ASSERT_EQ(0, unshare(CLONE_NEWNET));
+	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, kml_nl_open(&self->s));
+	ASSERT_EQ(0, kml_nl_family_id(&self->s, KML_FILTER_GENL_NAME, &self->fam));
+}
+
+FIXTURE_TEARDOWN(nl)
+{
+	kml_nl_close(&self->s);
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+struct nlreq {
+	struct kml_nl_msg m;
+	__u8 buf[4096];
+	int nest;			/* offset of the rule nest */
+	int at[KML_FILTER_RA_MAX + 1];	/* offset of each rule attribute */
+};
+
+static void nl_begin(struct nlreq *q, uint16_t fam, __u8 cmd, uint16_t flags)
+{
+	memset(q->at, -1, sizeof(q->at));
+	q->nest = -1;
+	kml_nl_msg_init(&q->m, q->buf, sizeof(q->buf), fam, flags, cmd,
+			KML_FILTER_GENL_VERSION);
+}
+
+/* What a rule spec leaves out, and what it gets wrong on purpose. */
+#define NO_DIR		0x1
+#define NO_ACTION	0x2
+#define LONG_ADDR	0x4	/* a 16-byte source whatever the family */
+#define SRC_ANYWAY	0x8	/* a source even with prefix length 0 */
+
+/*
+ * @r as rule attributes, unchecked (the kernel is what is tested): an
+ * address only with a prefix length, ports only when not 0-65535.
+ */
+static void nl_put_rule(struct nlreq *q, const struct kml_filter_rule *r,
+			unsigned int quirks)
+{
+	int alen = r->family == KML_FILTER_FAMILY_IPV6 || (quirks & LONG_ADDR) ? 16 : 4;
+	struct kml_nl_msg *m = &q->m;
+
+	q->nest = kml_nl_nest_start(m, KML_FILTER_A_RULE);
+	q->at[KML_FILTER_RA_FAMILY] = kml_nl_put_u8(m, KML_FILTER_RA_FAMILY, r->family);
+	q->at[KML_FILTER_RA_PROTO] = kml_nl_put_u8(m, KML_FILTER_RA_PROTO, r->proto);
+	if (!(quirks & NO_DIR))
+		q->at[KML_FILTER_RA_DIR] = kml_nl_put_u8(m, KML_FILTER_RA_DIR, r->dir);
+	if (!(quirks & NO_ACTION))
+		q->at[KML_FILTER_RA_ACTION] = kml_nl_put_u8(m, KML_FILTER_RA_ACTION,
+							    r->action);
+	if (r->src_len || (quirks & SRC_ANYWAY)) {
+		q->at[KML_FILTER_RA_SRC] = kml_nl_put(m, KML_FILTER_RA_SRC, r->src, alen);
+		if (r->src_len)
+			q->at[KML_FILTER_RA_SRC_LEN] =
+				kml_nl_put_u8(m, KML_FILTER_RA_SRC_LEN, r->src_len);
+	}
+	if (r->dst_len) {
+		q->at[KML_FILTER_RA_DST] = kml_nl_put(m, KML_FILTER_RA_DST, r->dst, alen);
+		q->at[KML_FILTER_RA_DST_LEN] = kml_nl_put_u8(m, KML_FILTER_RA_DST_LEN,
+							     r->dst_len);
+	}
+	if (r->sport_lo || r->sport_hi != 65535) {
+		q->at[KML_FILTER_RA_SPORT_LO] = kml_nl_put_u16(m, KML_FILTER_RA_SPORT_LO,
+							       r->sport_lo);
+		q->at[KML_FILTER_RA_SPORT_HI] = kml_nl_put_u16(m, KML_FILTER_RA_SPORT_HI,
+							       r->sport_hi);
+	}
+	if (r->dport_lo || r->dport_hi != 65535) {
+		q->at[KML_FILTER_RA_DPORT_LO] = kml_nl_put_u16(m, KML_FILTER_RA_DPORT_LO,
+							       r->dport_lo);
+		q->at[KML_FILTER_RA_DPORT_HI] = kml_nl_put_u16(m, KML_FILTER_RA_DPORT_HI,
+							       r->dport_hi);
+	}
+	kml_nl_nest_end(m, q->nest);
+}
+
+static int nl_add(FIXTURE_DATA(nl) *self, const char *text, struct kml_nl_err *e)
+{
+	struct kml_filter_rule r;
+	struct nlreq q;
+
+	if (rule_of(text, &r))
+		return -EINVAL;
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	return kml_nl_request(&self->s, &q.m, NULL, NULL, e);
+}
+
+/* A rule nest back into a struct: the dump's side of nl_put_rule(). */
+static int nl_rule_of(const struct kml_nl_attr *nest, struct kml_filter_rule *r)
+{
+	struct kml_nl_attr tb[KML_FILTER_RA_MAX + 1];
+	const void *p;
+	size_t len;
+
+	memset(r, 0, sizeof(*r));
+	if (kml_nl_parse_nested(nest, tb, KML_FILTER_RA_MAX))
+		return -EINVAL;
+	if (kml_nl_get_u8(&tb[KML_FILTER_RA_FAMILY], &r->family) ||
+	    kml_nl_get_u8(&tb[KML_FILTER_RA_PROTO], &r->proto) ||
+	    kml_nl_get_u8(&tb[KML_FILTER_RA_DIR], &r->dir) ||
+	    kml_nl_get_u8(&tb[KML_FILTER_RA_ACTION], &r->action) ||
+	    kml_nl_get_u16(&tb[KML_FILTER_RA_SPORT_LO], &r->sport_lo) ||
+	    kml_nl_get_u16(&tb[KML_FILTER_RA_SPORT_HI], &r->sport_hi) ||
+	    kml_nl_get_u16(&tb[KML_FILTER_RA_DPORT_LO], &r->dport_lo) ||
+	    kml_nl_get_u16(&tb[KML_FILTER_RA_DPORT_HI], &r->dport_hi))
+		return -EINVAL;
+	if (tb[KML_FILTER_RA_SRC].data) {
+		if (kml_nl_get_bin(&tb[KML_FILTER_RA_SRC], &p, &len) || len > 16 ||
+		    kml_nl_get_u8(&tb[KML_FILTER_RA_SRC_LEN], &r->src_len))
+			return -EINVAL;
+		memcpy(r->src, p, len);
+	}
+	if (tb[KML_FILTER_RA_DST].data) {
+		if (kml_nl_get_bin(&tb[KML_FILTER_RA_DST], &p, &len) || len > 16 ||
+		    kml_nl_get_u8(&tb[KML_FILTER_RA_DST_LEN], &r->dst_len))
+			return -EINVAL;
+		memcpy(r->dst, p, len);
+	}
+	return 0;
+}
+
+struct dumped {
+	__u32 n;
+	struct kml_filter_entry e[64];
+	__u32 index[64];
+	__u64 generation;
+	int bad;
+};
+
+static int dump_cb(const struct nlmsghdr *msg, size_t len, void *arg)
+{
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	struct dumped *d = arg;
+
+	if (d->n >= 64 || kml_nl_parse(msg, len, tb, KML_FILTER_A_MAX) ||
+	    kml_nl_get_u32(&tb[KML_FILTER_A_INDEX], &d->index[d->n]) ||
+	    nl_rule_of(&tb[KML_FILTER_A_RULE], &d->e[d->n].rule) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_PACKETS], (uint64_t *)&d->e[d->n].packets) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_BYTES], (uint64_t *)&d->e[d->n].bytes) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_GENERATION], (uint64_t *)&d->generation))
+		d->bad++;
+	d->n++;
+	return 0;
+}
+
+/* A GET_INFO reply, copied out of the socket's buffer. */
+struct nlinfo {
+	__u8 buf[1024];
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	int n;
+};
+
+static int info_cb(const struct nlmsghdr *msg, size_t len, void *arg)
+{
+	struct nlinfo *r = arg;
+
+	if (len > sizeof(r->buf))
+		return -EMSGSIZE;
+	memcpy(r->buf, msg, len);
+	r->n++;
+	return kml_nl_parse(r->buf, len, r->tb, KML_FILTER_A_MAX);
+}
+
+static int nl_info(FIXTURE_DATA(nl) *self, struct nlinfo *r, struct kml_nl_err *e)
+{
+	struct nlreq q;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
+	ret = kml_nl_request(&self->s, &q.m, info_cb, r, e);
+	return ret ?: r->n == 1 ? 0 : -EPROTO;
+}
+
+static const char *const nl_rules[] = {
+	"accept in tcp dport 22",
+	"drop in ipv4 udp from 10.1.0.0/16 sport 1000-2000 dport 53",
+	"drop out ipv6 to fd00::/8",
+	"accept ipv6 icmpv6 from fd01::1",
+	"drop ipv4 icmp",
+	"accept out ipv4 tcp to 192.168.1.1 dport 1-1023",
+};
+
+/*
+ * Rules added over netlink are the ioctl's rules: the same structs,
+ * counters and generation come back from the netlink dump and from
+ * KML_FILTER_IOC_LIST, and GET_INFO agrees with the ioctl's, down to
+ * the bytes the set takes.
+ */
+TEST_F(nl, rules_round_trip_with_the_ioctls)
+{
+	const __u32 n = sizeof(nl_rules) / sizeof(nl_rules[0]);
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	struct kml_filter_entry e[16];
+	struct kml_filter_info i;
+	struct dumped d = { 0 };
+	struct kml_nl_err err;
+	struct nlinfo r;
+	struct nlreq q;
+	uint64_t v64;
+	uint32_t v32;
+	uint8_t v8;
+	__u32 got = 16;
+
+	for (__u32 k = 0; k < n; k++) {
+		ASSERT_EQ(0, nl_add(self, nl_rules[k], &err))
+			TH_LOG("%s: %s", nl_rules[k], err.msg);
+	}
+	/* inserted first, not appended */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	ASSERT_EQ(0, rule_of("drop udp dport 9", &e[0].rule));
+	nl_put_rule(&q, &e[0].rule, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_POSITION, 0);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+
+	ASSERT_EQ(0, list(self->fd, e, &got));
+	ASSERT_EQ(n + 1, got);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, dump_cb, &d, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(n + 1, d.n);
+	EXPECT_EQ(0, d.bad);
+	i = info_of(self->fd);
+	EXPECT_EQ(i.generation, d.generation);
+	for (__u32 k = 0; k < got; k++) {
+		EXPECT_EQ(k, d.index[k]);
+		EXPECT_EQ(0, memcmp(&e[k], &d.e[k], sizeof(e[k]))) TH_LOG("rule %u differs", k);
+	}
+	EXPECT_EQ(KML_FILTER_PROTO_UDP, d.e[0].rule.proto);
+
+	ASSERT_EQ(0, nl_info(self, &r, &err));
+	memcpy(tb, r.tb, sizeof(tb));
+	EXPECT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_ABI_VERSION], &v32));
+	EXPECT_EQ(KML_FILTER_ABI_VERSION, v32);
+	EXPECT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &v32));
+	EXPECT_EQ(i.nrules, v32);
+	EXPECT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_MAX_RULES], &v32));
+	EXPECT_EQ(KML_FILTER_MAX_RULES, v32);
+	EXPECT_EQ(0, kml_nl_get_u8(&tb[KML_FILTER_A_POLICY], &v8));
+	EXPECT_EQ(KML_FILTER_DROP, v8);
+	EXPECT_EQ(0, kml_nl_get_u64(&tb[KML_FILTER_A_GENERATION], &v64));
+	EXPECT_EQ(i.generation, v64);
+	EXPECT_EQ(0, kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_PACKETS], &v64));
+	EXPECT_EQ(0, kml_nl_get_u64(&tb[KML_FILTER_A_MEM_BYTES], &v64));
+	EXPECT_EQ(kml_filter_set_bytes(n + 1, self->ncpus), v64);
+	EXPECT_EQ(0, kml_nl_get_u64(&tb[KML_FILTER_A_MEM_LIMIT], &v64));
+	EXPECT_EQ(64ULL << 20, v64);
+
+	/* delete by rule, then by index; the ioctl sees both */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	nl_put_rule(&q, &e[2].rule, 0);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err)) TH_LOG("%s", err.msg);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err)) TH_LOG("%s", err.msg);
+	got = 16;
+	ASSERT_EQ(0, list(self->fd, e + 8, &got));
+	ASSERT_EQ(n - 1, got);
+	EXPECT_EQ(0, memcmp(&e[1], &e[8], sizeof(e[1])));
+	EXPECT_EQ(0, memcmp(&e[3], &e[9], sizeof(e[3])));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_FLUSH, 0);
+	ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	i = info_of(self->fd);
+	EXPECT_EQ(0, i.nrules);
+	EXPECT_EQ(KML_FILTER_DROP, i.policy);
+}
+
+struct refusal {
+	const char *rule;	/* rule_of() text, then changed by @edit */
+	void (*edit)(struct kml_filter_rule *r);
+	unsigned int quirks;
+	const char *msg;	/* what the extended ack says (a substring) */
+	int attr;		/* the rule attribute it points at; -1: missing */
+	int missing;		/* with @attr -1: the attribute it says is missing */
+};
+
+static void reverse_dport(struct kml_filter_rule *r) { r->dport_lo = 22; r->dport_hi = 21; }
+static void icmp_with_port(struct kml_filter_rule *r) { r->proto = 1; r->dport_lo = r->dport_hi = 22; }
+static void host_bits(struct kml_filter_rule *r) { r->src[3] = 1; }
+static void other_family(struct kml_filter_rule *r) { r->proto = KML_FILTER_PROTO_ICMP; }
+static void family_5(struct kml_filter_rule *r) { r->family = 5; }
+static void proto_7(struct kml_filter_rule *r) { r->proto = 7; }
+static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
+static void dir_4(struct kml_filter_rule *r) { r->dir = 4; }
+static void action_3(struct kml_filter_rule *r) { r->action = 3; }
+static void no_edit(struct kml_filter_rule *r) { (void)r; }
+
+static const struct refusal refusals[] = {
+	{ "drop in udp", reverse_dport, 0, "reversed port range", KML_FILTER_RA_DPORT_LO, 0 },
+	{ "drop in ipv4", icmp_with_port, 0, "ports need tcp or udp", KML_FILTER_RA_DPORT_LO, 0 },
+	{ "drop in ipv4 from 10.0.0.0/8", host_bits, 0,
+	  "address has bits set past its prefix length", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv6", other_family, 0, "protocol of the other family", KML_FILTER_RA_PROTO, 0 },
+	{ "drop in", family_5, 0, "unknown family", KML_FILTER_RA_FAMILY, 0 },
+	{ "drop in", proto_7, 0, "unknown protocol", KML_FILTER_RA_PROTO, 0 },
+	{ "drop in ipv4 from 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv4 from 10.0.0.1", no_edit, LONG_ADDR, "address length", KML_FILTER_RA_SRC, 0 },
+	{ "drop in", no_edit, SRC_ANYWAY, "address without a family", KML_FILTER_RA_SRC, 0 },
+	/* the policy's own checks, before the handler's */
+	{ "drop in", dir_4, 0, "", KML_FILTER_RA_DIR, 0 },
+	{ "drop in", action_3, 0, "", KML_FILTER_RA_ACTION, 0 },
+	{ "drop in", no_edit, NO_ACTION, "a rule needs an action", -1, KML_FILTER_RA_ACTION },
+	{ "drop in", no_edit, NO_DIR, "a rule needs a direction", -1, KML_FILTER_RA_DIR },
+};
+
+/*
+ * A rule the kernel refuses gets EINVAL, changes nothing, counts as a
+ * rejected update, and the extended ack says why and points at the
+ * attribute of the part that is wrong (or names the one missing), so a
+ * client can point at the word its user typed.
+ */
+TEST_F(nl, refused_rule_names_its_attribute)
+{
+	const size_t n = sizeof(refusals) / sizeof(refusals[0]);
+	long long rejected = filter_stat("rejected_updates");
+	struct kml_filter_info before;
+	struct kml_nl_err err;
+	struct nlreq q;
+
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 22"));
+	before = info_of(self->fd);
+	for (size_t k = 0; k < n; k++) {
+		const struct refusal *c = &refusals[k];
+		struct kml_filter_rule r;
+
+		ASSERT_EQ(0, rule_of(c->rule, &r)) TH_LOG("%s", c->rule);
+		c->edit(&r);
+		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+		nl_put_rule(&q, &r, c->quirks);
+		ASSERT_LE(0, kml_nl_msg_len(&q.m));
+		EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err))
+			TH_LOG("case %zu", k);
+		EXPECT_NE(NULL, strstr(err.msg, c->msg))
+			TH_LOG("case %zu: '%s', not '%s'", k, err.msg, c->msg);
+		if (c->attr >= 0) {
+			EXPECT_TRUE(err.has_offs) TH_LOG("case %zu", k);
+			EXPECT_EQ((__u32)q.at[c->attr], err.offs)
+				TH_LOG("case %zu: %s points at %u", k, c->msg, err.offs);
+		} else {
+			EXPECT_TRUE(err.has_miss_type) TH_LOG("case %zu", k);
+			EXPECT_EQ((__u32)c->missing, err.miss_type);
+			EXPECT_TRUE(err.has_miss_nest);
+			EXPECT_EQ((__u32)q.nest, err.miss_nest);
+		}
+	}
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+	EXPECT_EQ(rejected + (long long)n, filter_stat("rejected_updates"));
+}
+
+/*
+ * Strict validation: an attribute a command does not take, one the
+ * family does not know, a value out of range, a nest without
+ * NLA_F_NESTED and a genl header whose reserved field is set are all
+ * refused, with the offending attribute named, and change nothing.
+ */
+TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
+{
+	struct kml_filter_info before = info_of(self->fd);
+	struct kml_filter_rule r;
+	struct kml_nl_err err;
+	struct nlreq q;
+	int at;
+
+	ASSERT_EQ(0, rule_of("drop in udp dport 7", &r));
+	/* FLUSH takes nothing */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_FLUSH, 0);
+	at = kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_TRUE(err.has_offs);
+	EXPECT_EQ((__u32)at, err.offs);
+	/* NEWRULE does not take a counter */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	at = kml_nl_put_u64_pad(&q.m, KML_FILTER_A_PACKETS, 1, KML_FILTER_A_PAD);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	/* an attribute past the last one the family knows */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_MAX + 1, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	/* ... and inside the rule */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	q.nest = kml_nl_nest_start(&q.m, KML_FILTER_A_RULE);
+	kml_nl_put_u8(&q.m, KML_FILTER_RA_DIR, KML_FILTER_DIR_IN);
+	kml_nl_put_u8(&q.m, KML_FILTER_RA_ACTION, KML_FILTER_DROP);
+	at = kml_nl_put_u8(&q.m, KML_FILTER_RA_MAX + 1, 0);
+	kml_nl_nest_end(&q.m, q.nest);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	/* a policy out of range, and one of the wrong size */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	at = kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 3);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	/* SET_POLICY without one names what is missing */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_TRUE(err.has_miss_type);
+	EXPECT_EQ(KML_FILTER_A_POLICY, err.miss_type);
+	/* a rule nest sent without NLA_F_NESTED */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	{
+		struct nlattr na;
+
+		memcpy(&na, q.buf + q.nest, sizeof(na));
+		na.nla_type &= ~NLA_F_NESTED;
+		memcpy(q.buf + q.nest, &na, sizeof(na));
+	}
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)q.nest, err.offs);
+	/* DELRULE takes an index or a rule, not both */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	/* the genl header's reserved field */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
+	q.buf[NLMSG_HDRLEN + 2] = 1;
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	/* nothing to delete: ENOENT, pointing at the index */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 5);
+	EXPECT_EQ(-ENOENT, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	EXPECT_STREQ("no such rule", err.msg);
+	/* an unknown command */
+	nl_begin(&q, self->fam, __KML_FILTER_CMD_MAX, 0);
+	EXPECT_EQ(-EOPNOTSUPP, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+}
+
+/*
+ * The rights are the ioctls': CAP_NET_ADMIN over the socket's namespace,
+ * of the sender and of whoever opened the socket. A socket root opened
+ * and handed to nobody changes nothing; nobody's own socket neither;
+ * both may read GET_INFO. A user namespace's root owns its own network
+ * namespace's rules.
+ */
+TEST_F(nl, changes_need_cap_net_admin)
+{
+	struct kml_filter_info before;
+	pid_t pid;
+	int st;
+
+	ASSERT_EQ(0, add_rule(self->fd, "drop tcp dport 1"));
+	before = info_of(self->fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kml_filter_rule r;
+		struct kml_nl_sock own;
+		struct kml_nl_err err;
+		struct dumped d = { 0 };
+		struct nlinfo info;
+		struct nlreq q;
+		int bad = 0;
+
+		rule_of("drop udp", &r);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(99);
+		if (kml_nl_open(&own))
+			_exit(98);
+		for (int pass = 0; pass < 2; pass++) {
+			struct kml_nl_sock *s = pass ? &own : &self->s;
+			static const __u8 cmds[] = {
+				KML_FILTER_CMD_NEWRULE, KML_FILTER_CMD_DELRULE,
+				KML_FILTER_CMD_FLUSH, KML_FILTER_CMD_SET_POLICY,
+			};
+
+			for (size_t k = 0; k < sizeof(cmds); k++) {
+				nl_begin(&q, self->fam, cmds[k], 0);
+				if (cmds[k] == KML_FILTER_CMD_NEWRULE)
+					nl_put_rule(&q, &r, 0);
+				if (cmds[k] == KML_FILTER_CMD_DELRULE)
+					kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
+				if (cmds[k] == KML_FILTER_CMD_SET_POLICY)
+					kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 2);
+				bad |= (kml_nl_request(s, &q.m, NULL, NULL, &err) != -EPERM) << k;
+			}
+			nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
+			bad |= (kml_nl_request(s, &q.m, dump_cb, &d, &err) != -EPERM) << 4;
+			memset(&info, 0, sizeof(info));
+			nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
+			bad |= (kml_nl_request(s, &q.m, info_cb, &info, &err) || info.n != 1) << 5;
+		}
+		kml_nl_close(&own);
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET))
+			_exit(97);
+		if (kml_nl_open(&own))
+			_exit(96);
+		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+		nl_put_rule(&q, &r, 0);
+		bad |= (kml_nl_request(&own, &q.m, NULL, NULL, &err) != 0) << 6;
+		/* the old socket still acts on A, where this root is nobody */
+		nl_begin(&q, self->fam, KML_FILTER_CMD_FLUSH, 0);
+		bad |= (kml_nl_request(&self->s, &q.m, NULL, NULL, &err) != -EPERM) << 7;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+}
+
+/* Read one buffer of a dump; how many rule messages, and whether marked. */
+static int dump_part(int fd, int *msgs, int *intr, int *done)
+{
+	static __u8 buf[32768];
+	const struct nlmsghdr *h;
+	size_t pos = 0;
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+	if (n < 0)
+		return -errno;
+	while (kml_nl_msg_next(buf, (size_t)n, &pos, &h) > 0) {
+		*intr |= !!(h->nlmsg_flags & NLM_F_DUMP_INTR);
+		if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+			*done = 1;
+		else
+			(*msgs)++;
+	}
+	return 0;
+}
+
+/*
+ * A dump spans many messages; one taken apart by an update is marked
+ * NLM_F_DUMP_INTR (so a reader starts again), one that is not, is not.
+ * While a dump is half read it pins the module: rmmod waits for it.
+ */
+TEST_F_TIMEOUT(nl, dump_marked_when_a_change_splits_it, 120)
+{
+	const __u32 n = 3000;
+	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	struct nlreq q;
+	int pass;
+
+	ASSERT_NE(NULL, rules);
+	host_rules(rules, n, 0);
+	ASSERT_EQ(0, replace(self->fd, rules, n, 0));
+	for (pass = 0; pass < 2; pass++) {
+		int msgs = 0, intr = 0, done = 0, len;
+
+		nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
+		len = kml_nl_msg_len(&q.m);
+		ASSERT_LT(0, len);
+		((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
+		ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to,
+				      sizeof(to)));
+		ASSERT_EQ(0, dump_part(self->s.fd, &msgs, &intr, &done));
+		ASSERT_EQ(0, done) TH_LOG("%d rules fit in one part", msgs);
+		ASSERT_LT(0, msgs);
+		if (pass) {
+			/*
+			 * Half read, the dump alone pins the module (this
+			 * namespace's file is closed for the attempt); then a
+			 * change.
+			 */
+			close(self->fd);
+			EXPECT_NE(0, syscall(SYS_delete_module, "kml_filter", O_NONBLOCK));
+			EXPECT_EQ(EWOULDBLOCK, errno);
+			self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+			ASSERT_LE(0, self->fd);
+			EXPECT_EQ(0, add_rule(self->fd, "drop in udp dport 1"));
+		}
+		while (!done)
+			ASSERT_EQ(0, dump_part(self->s.fd, &msgs, &intr, &done));
+		EXPECT_EQ(pass, intr) TH_LOG("pass %d: %d messages", pass, msgs);
+		if (!pass)
+			EXPECT_EQ((int)n, msgs);
+	}
+	free(rules);
+}
+
+struct nl_hammer {
+	atomic_int stop;
+	atomic_int ok;		/* requests the module answered with success */
+	atomic_int gone;	/* requests that found no family */
+};
+
+/* Requests of every kind, on a fresh socket whenever the family is gone. */
+static void *nl_hammer_thread(void *arg)
+{
+	struct nl_hammer *h = arg;
+	struct kml_filter_rule r;
+	struct kml_nl_sock s;
+	struct kml_nl_err err;
+	struct dumped d;
+	struct nlreq q;
+	uint16_t fam;
+	int k = 0;
+
+	rule_of("drop in udp dport 9", &r);
+	while (!atomic_load(&h->stop)) {
+		if (kml_nl_open(&s))
+			break;
+		if (kml_nl_family_id(&s, KML_FILTER_GENL_NAME, &fam)) {
+			atomic_fetch_add(&h->gone, 1);
+			kml_nl_close(&s);
+			usleep(1000);
+			continue;
+		}
+		while (!atomic_load(&h->stop)) {
+			int ret;
+
+			memset(&d, 0, sizeof(d));
+			switch (k++ % 4) {
+			case 0:
+				nl_begin(&q, fam, KML_FILTER_CMD_NEWRULE, 0);
+				nl_put_rule(&q, &r, 0);
+				ret = kml_nl_request(&s, &q.m, NULL, NULL, &err);
+				break;
+			case 1:
+				nl_begin(&q, fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
+				ret = kml_nl_request(&s, &q.m, dump_cb, &d, &err);
+				break;
+			case 2:
+				nl_begin(&q, fam, KML_FILTER_CMD_GET_INFO, 0);
+				ret = kml_nl_request(&s, &q.m, NULL, NULL, &err);
+				break;
+			default:
+				nl_begin(&q, fam, KML_FILTER_CMD_FLUSH, 0);
+				ret = kml_nl_request(&s, &q.m, NULL, NULL, &err);
+			}
+			if (ret)
+				break;	/* the family went away: resolve it again */
+			atomic_fetch_add(&h->ok, 1);
+		}
+		kml_nl_close(&s);
+	}
+	return NULL;
+}
+
+/*
+ * Unloading the module while requests and dumps arrive: every request
+ * is answered or finds no family, nothing crashes or leaks, and each
+ * reload starts from an empty set. Until enough of both happened.
+ */
+TEST_F_TIMEOUT(nl, rmmod_while_requests_arrive, 240)
+{
+	const int want_cycles = 6, want_ok = 200;
+	struct nl_hammer h = { 0 };
+	int cycles = 0, busy = 0;
+	pthread_t th;
+	long long end;
+
+	close(self->fd);
+	self->fd = -1;
+	kml_nl_close(&self->s);
+	ASSERT_EQ(0, pthread_create(&th, NULL, nl_hammer_thread, &h));
+	end = now_ms() + 180000;
+	do {
+		/* let requests reach this load of the module */
+		int ok0 = atomic_load(&h.ok);
+
+		while (atomic_load(&h.ok) < ok0 + 20 && now_ms() < end)
+			usleep(1000);
+		/* a dump in flight may pin it for a moment: try again */
+		if (kml_unload("kml_filter") == 0)
+			cycles++;
+		else
+			busy++;
+		ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	} while ((cycles < want_cycles || atomic_load(&h.ok) < want_ok) && now_ms() < end);
+	atomic_store(&h.stop, 1);
+	pthread_join(th, NULL);
+	TH_LOG("%d cycles (%d busy), %d requests answered, %d found no family",
+	       cycles, busy, atomic_load(&h.ok), atomic_load(&h.gone));
+	ASSERT_EQ(0, kml_nl_open(&self->s));
+	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	EXPECT_EQ(0, info_of(self->fd).nrules);
+	if (cycles < want_cycles || atomic_load(&h.ok) < want_ok)
+		TOO_SLOW("%d of %d cycles, %d of %d requests in 180 s", cycles,
+			 want_cycles, atomic_load(&h.ok), want_ok);
 }
 
 FIXTURE(trace) {

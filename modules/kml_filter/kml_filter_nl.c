@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_filter's generic netlink family: the same changes as the ioctls,
+ * the way network configuration reaches the kernel today.
+ *
+ * A generic netlink family is a name the kernel resolves to a netlink
+ * message type (CTRL_CMD_GETFAMILY), plus commands whose attributes the
+ * core checks against a policy before the handler runs: a handler sees
+ * only attributes of the right type and size, and strict validation
+ * refuses any attribute a command does not take. What the policy cannot
+ * say (a rule's parts that depend on each other) the handler checks, and
+ * says what is wrong in an extended ack: a message and the attribute it
+ * is about, which the client maps back to the word the user typed. The
+ * socket's namespace is the namespace acted on, and GENL_UNS_ADMIN_PERM
+ * asks for CAP_NET_ADMIN in the user namespace that owns it, of both the
+ * socket's opener and the sender, as the ioctls do. A listing is a dump:
+ * it is read in as many messages as it takes, each filled under the
+ * namespace's lock, and a change between two of them marks the next one
+ * NLM_F_DUMP_INTR so the reader knows to start again.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+#include <net/sock.h>
+
+#include "kml_filter.h"
+#include "kml_filter_logic.h"
+
+static const struct nla_policy kml_filter_rule_policy[KML_FILTER_RA_MAX + 1] = {
+	[KML_FILTER_RA_FAMILY]	= { .type = NLA_U8 },
+	[KML_FILTER_RA_PROTO]	= { .type = NLA_U8 },
+	[KML_FILTER_RA_DIR]	= NLA_POLICY_MASK(NLA_U8, KML_FILTER_DIR_BOTH),
+	[KML_FILTER_RA_ACTION]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						   KML_FILTER_DROP),
+	[KML_FILTER_RA_SRC]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KML_FILTER_RA_SRC_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
+	[KML_FILTER_RA_DST]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
+	[KML_FILTER_RA_DST_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
+	[KML_FILTER_RA_SPORT_LO] = { .type = NLA_U16 },
+	[KML_FILTER_RA_SPORT_HI] = { .type = NLA_U16 },
+	[KML_FILTER_RA_DPORT_LO] = { .type = NLA_U16 },
+	[KML_FILTER_RA_DPORT_HI] = { .type = NLA_U16 },
+};
+
+/* One policy per command: whatever a command does not take is refused. */
+static const struct nla_policy kml_filter_newrule_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_RULE]	= NLA_POLICY_NESTED(kml_filter_rule_policy),
+	[KML_FILTER_A_POSITION]	= { .type = NLA_U32 },
+};
+
+static const struct nla_policy kml_filter_delrule_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_RULE]	= NLA_POLICY_NESTED(kml_filter_rule_policy),
+	[KML_FILTER_A_INDEX]	= { .type = NLA_U32 },
+};
+
+static const struct nla_policy kml_filter_policy_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_POLICY]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						   KML_FILTER_DROP),
+};
+
+/* An address's bits in a rule of @family; 0: the family has no address. */
+static unsigned int kml_filter_nl_bits(u8 family)
+{
+	return family == KML_FILTER_FAMILY_IPV4 ? 32 :
+	       family == KML_FILTER_FAMILY_IPV6 ? 128 : 0;
+}
+
+static struct kml_filter_net *kml_filter_nl_net(struct genl_info *info)
+{
+	return kml_filter_pernet(genl_info_net(info));
+}
+
+/*
+ * Say why a rule was refused and where. The reasons are the rule
+ * checker's (kml_filter_logic.c, shared with the client), not literals
+ * at this call site, so they are set here and not through
+ * NL_SET_ERR_MSG(), whose literal check makes sure the text outlives the
+ * request: these are constant strings of this module, and unloading it
+ * waits for every request in flight (genl_unregister_family()).
+ */
+static void kml_filter_nl_refuse(struct netlink_ext_ack *extack,
+				 const struct nlattr *attr, const char *why)
+{
+	if (!extack)
+		return;
+	extack->_msg = why;
+	extack->bad_attr = attr;
+}
+
+/* An address attribute into @addr/@len, for a rule of @family. */
+static int kml_filter_nl_addr(const struct nlattr *addr,
+			      const struct nlattr *len, u8 family, u8 *out,
+			      u8 *out_len, struct netlink_ext_ack *extack)
+{
+	unsigned int bits = kml_filter_nl_bits(family);
+
+	if (!addr) {
+		if (len) {
+			NL_SET_ERR_MSG_ATTR(extack, len,
+					    "prefix length without an address");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!bits) {
+		NL_SET_ERR_MSG_ATTR(extack, addr, "address without a family");
+		return -EINVAL;
+	}
+	if (nla_len(addr) != bits / 8) {
+		NL_SET_ERR_MSG_ATTR(extack, addr,
+				    "address length is not the family's (4 or 16 bytes)");
+		return -EINVAL;
+	}
+	nla_memcpy(out, addr, bits / 8);
+	*out_len = len ? nla_get_u8(len) : bits;
+	return 0;
+}
+
+/* The attribute a rule checker's complaint about @field is about. */
+static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
+						const struct nlattr *nest,
+						unsigned int field)
+{
+	const struct nlattr *at = NULL;
+
+	switch (field) {
+	case KML_FILTER_F_FAMILY:
+		at = tb[KML_FILTER_RA_FAMILY];
+		break;
+	case KML_FILTER_F_PROTO:
+		at = tb[KML_FILTER_RA_PROTO];
+		break;
+	case KML_FILTER_F_DIR:
+		at = tb[KML_FILTER_RA_DIR];
+		break;
+	case KML_FILTER_F_ACTION:
+		at = tb[KML_FILTER_RA_ACTION];
+		break;
+	case KML_FILTER_F_SRC:
+		at = tb[KML_FILTER_RA_SRC] ?: tb[KML_FILTER_RA_SRC_LEN];
+		break;
+	case KML_FILTER_F_DST:
+		at = tb[KML_FILTER_RA_DST] ?: tb[KML_FILTER_RA_DST_LEN];
+		break;
+	case KML_FILTER_F_SPORT:
+		at = tb[KML_FILTER_RA_SPORT_LO] ?: tb[KML_FILTER_RA_SPORT_HI];
+		break;
+	case KML_FILTER_F_DPORT:
+		at = tb[KML_FILTER_RA_DPORT_LO] ?: tb[KML_FILTER_RA_DPORT_HI];
+		break;
+	}
+	/* an absent part (a protocol the ports need) is blamed on the rule */
+	return at ?: nest;
+}
+
+static u16 kml_filter_nl_u16(const struct nlattr *a, u16 absent)
+{
+	return a ? nla_get_u16(a) : absent;
+}
+
+/*
+ * A rule attribute into @r. The policy has checked each attribute on its
+ * own; this checks the rule as a whole, with the checker the ioctls and
+ * the client use, and blames the attribute of the part that is wrong.
+ */
+static int kml_filter_nl_rule(const struct nlattr *nest,
+			      struct kml_filter_rule *r,
+			      struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KML_FILTER_RA_MAX + 1];
+	unsigned int field;
+	const char *why;
+	int ret;
+
+	ret = nla_parse_nested(tb, KML_FILTER_RA_MAX, nest,
+			       kml_filter_rule_policy, extack);
+	if (ret)
+		return ret;
+	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_DIR)) {
+		NL_SET_ERR_MSG(extack, "a rule needs a direction");
+		return -EINVAL;
+	}
+	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_ACTION)) {
+		NL_SET_ERR_MSG(extack, "a rule needs an action");
+		return -EINVAL;
+	}
+	memset(r, 0, sizeof(*r));
+	if (tb[KML_FILTER_RA_FAMILY])
+		r->family = nla_get_u8(tb[KML_FILTER_RA_FAMILY]);
+	if (tb[KML_FILTER_RA_PROTO])
+		r->proto = nla_get_u8(tb[KML_FILTER_RA_PROTO]);
+	r->dir = nla_get_u8(tb[KML_FILTER_RA_DIR]);
+	r->action = nla_get_u8(tb[KML_FILTER_RA_ACTION]);
+	ret = kml_filter_nl_addr(tb[KML_FILTER_RA_SRC],
+				 tb[KML_FILTER_RA_SRC_LEN], r->family, r->src,
+				 &r->src_len, extack);
+	if (!ret)
+		ret = kml_filter_nl_addr(tb[KML_FILTER_RA_DST],
+					 tb[KML_FILTER_RA_DST_LEN], r->family,
+					 r->dst, &r->dst_len, extack);
+	if (ret)
+		return ret;
+	r->sport_lo = kml_filter_nl_u16(tb[KML_FILTER_RA_SPORT_LO], 0);
+	r->sport_hi = kml_filter_nl_u16(tb[KML_FILTER_RA_SPORT_HI], 65535);
+	r->dport_lo = kml_filter_nl_u16(tb[KML_FILTER_RA_DPORT_LO], 0);
+	r->dport_hi = kml_filter_nl_u16(tb[KML_FILTER_RA_DPORT_HI], 65535);
+	ret = kml_filter_rule_why(r, &why, &field);
+	if (ret)
+		kml_filter_nl_refuse(extack, kml_filter_nl_blame(tb, nest, field),
+				     why);
+	return ret;
+}
+
+static int kml_filter_nl_put_rule(struct sk_buff *skb,
+				  const struct kml_filter_rule *r)
+{
+	unsigned int alen = kml_filter_nl_bits(r->family) / 8;
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, KML_FILTER_A_RULE);
+	if (!nest)
+		return -EMSGSIZE;
+	if (nla_put_u8(skb, KML_FILTER_RA_FAMILY, r->family) ||
+	    nla_put_u8(skb, KML_FILTER_RA_PROTO, r->proto) ||
+	    nla_put_u8(skb, KML_FILTER_RA_DIR, r->dir) ||
+	    nla_put_u8(skb, KML_FILTER_RA_ACTION, r->action) ||
+	    (r->src_len &&
+	     (nla_put(skb, KML_FILTER_RA_SRC, alen, r->src) ||
+	      nla_put_u8(skb, KML_FILTER_RA_SRC_LEN, r->src_len))) ||
+	    (r->dst_len &&
+	     (nla_put(skb, KML_FILTER_RA_DST, alen, r->dst) ||
+	      nla_put_u8(skb, KML_FILTER_RA_DST_LEN, r->dst_len))) ||
+	    nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo) ||
+	    nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi) ||
+	    nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo) ||
+	    nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static struct genl_family kml_filter_genl;
+
+static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kml_filter_state st;
+	struct sk_buff *msg;
+	void *hdr;
+
+	kml_filter_get_state(kml_filter_nl_net(info), &st);
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &kml_filter_genl, 0,
+				KML_FILTER_CMD_GET_INFO);
+	if (!hdr ||
+	    nla_put_u32(msg, KML_FILTER_A_ABI_VERSION, st.info.abi_version) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_GENERATION, st.info.generation,
+			      KML_FILTER_A_PAD) ||
+	    nla_put_u32(msg, KML_FILTER_A_NRULES, st.info.nrules) ||
+	    nla_put_u32(msg, KML_FILTER_A_MAX_RULES, st.info.max_rules) ||
+	    nla_put_u8(msg, KML_FILTER_A_POLICY, st.info.policy) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_PACKETS,
+			      st.info.policy_packets, KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_BYTES,
+			      st.info.policy_bytes, KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes,
+			      KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit,
+			      KML_FILTER_A_PAD)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+/* A change's result, counted like the ioctls' when refused. */
+static int kml_filter_nl_done(int ret, struct genl_info *info)
+{
+	if (ret)
+		kml_filter_rejected();
+	if (ret == -ENOSPC)
+		GENL_SET_ERR_MSG(info,
+				 "no room: the set would pass net_mem_max or the rule limit");
+	return ret;
+}
+
+static int kml_filter_nl_newrule(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kml_filter_rule r;
+	u32 pos = KML_FILTER_APPEND;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_RULE)) {
+		GENL_SET_ERR_MSG(info, "NEWRULE needs a rule");
+		return kml_filter_nl_done(-EINVAL, info);
+	}
+	ret = kml_filter_nl_rule(info->attrs[KML_FILTER_A_RULE], &r,
+				 info->extack);
+	if (ret)
+		return kml_filter_nl_done(ret, info);
+	if (info->attrs[KML_FILTER_A_POSITION])
+		pos = nla_get_u32(info->attrs[KML_FILTER_A_POSITION]);
+	return kml_filter_nl_done(kml_filter_insert(kml_filter_nl_net(info),
+						    &r, pos), info);
+}
+
+static int kml_filter_nl_delrule(struct sk_buff *skb, struct genl_info *info)
+{
+	const struct nlattr *index = info->attrs[KML_FILTER_A_INDEX];
+	const struct nlattr *rule = info->attrs[KML_FILTER_A_RULE];
+	struct kml_filter_rule r;
+	int ret;
+
+	if (!index == !rule) {
+		NL_SET_ERR_MSG_ATTR(info->extack, index,
+				    "DELRULE needs an index or a rule, not both");
+		return kml_filter_nl_done(-EINVAL, info);
+	}
+	if (rule) {
+		ret = kml_filter_nl_rule(rule, &r, info->extack);
+		if (ret)
+			return kml_filter_nl_done(ret, info);
+	}
+	ret = kml_filter_delete(kml_filter_nl_net(info), rule ? &r : NULL,
+				index ? nla_get_u32(index) : 0);
+	if (ret == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, index ?: rule,
+				    "no such rule");
+	return kml_filter_nl_done(ret, info);
+}
+
+static int kml_filter_nl_flush(struct sk_buff *skb, struct genl_info *info)
+{
+	return kml_filter_nl_done(kml_filter_flush(kml_filter_nl_net(info)),
+				  info);
+}
+
+static int kml_filter_nl_policy(struct sk_buff *skb, struct genl_info *info)
+{
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_POLICY)) {
+		GENL_SET_ERR_MSG(info, "SET_POLICY needs a policy");
+		return kml_filter_nl_done(-EINVAL, info);
+	}
+	return kml_filter_nl_done(kml_filter_set_policy(kml_filter_nl_net(info),
+			nla_get_u8(info->attrs[KML_FILTER_A_POLICY])), info);
+}
+
+/*
+ * The generation is the dump's sequence: if it moved since the last
+ * message, genl_dump_check_consistent() marks the next one interrupted.
+ * It never yields 0, which the check takes for "no sequence yet", and
+ * two generations in a row always differ.
+ */
+static unsigned int kml_filter_nl_seq(u64 generation)
+{
+	return (unsigned int)(generation % 0xffffffffU) + 1;
+}
+
+struct kml_filter_dump {
+	struct sk_buff *skb;
+	struct netlink_callback *cb;
+};
+
+/* One rule, one message; non-zero once the dump's buffer is full. */
+static int kml_filter_nl_emit(void *arg, u32 index,
+			      const struct kml_filter_entry *e, u64 generation)
+{
+	struct kml_filter_dump *d = arg;
+	struct sk_buff *skb = d->skb;
+	void *hdr;
+
+	d->cb->seq = kml_filter_nl_seq(generation);
+	hdr = genlmsg_put(skb, NETLINK_CB(d->cb->skb).portid,
+			  d->cb->nlh->nlmsg_seq, &kml_filter_genl, NLM_F_MULTI,
+			  KML_FILTER_CMD_GETRULE);
+	if (!hdr)
+		return 1;
+	genl_dump_check_consistent(d->cb, hdr);
+	if (nla_put_u32(skb, KML_FILTER_A_INDEX, index) ||
+	    kml_filter_nl_put_rule(skb, &e->rule) ||
+	    nla_put_u64_64bit(skb, KML_FILTER_A_PACKETS, e->packets,
+			      KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(skb, KML_FILTER_A_BYTES, e->bytes,
+			      KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(skb, KML_FILTER_A_GENERATION, generation,
+			      KML_FILTER_A_PAD)) {
+		genlmsg_cancel(skb, hdr);
+		return 1;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* Resumes at cb->args[0], the first rule not sent yet. */
+static int kml_filter_nl_getrule(struct sk_buff *skb,
+				 struct netlink_callback *cb)
+{
+	struct kml_filter_dump d = { .skb = skb, .cb = cb };
+	struct kml_filter_net *fn = kml_filter_pernet(sock_net(skb->sk));
+	u32 next, nrules;
+	u64 generation;
+
+	next = kml_filter_walk(fn, cb->args[0], kml_filter_nl_emit, &d,
+			       &nrules, &generation);
+	/* a set that shrank under a dump still ends it, marked interrupted */
+	cb->seq = kml_filter_nl_seq(generation);
+	if (next == cb->args[0] && next < nrules)
+		return -EMSGSIZE;	/* not even one rule fits */
+	cb->args[0] = next;
+	return skb->len;
+}
+
+static const struct genl_ops kml_filter_genl_ops[] = {
+	{
+		.cmd	= KML_FILTER_CMD_GET_INFO,
+		.doit	= kml_filter_nl_get_info,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_NEWRULE,
+		.doit	= kml_filter_nl_newrule,
+		.policy	= kml_filter_newrule_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_DELRULE,
+		.doit	= kml_filter_nl_delrule,
+		.policy	= kml_filter_delrule_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_FLUSH,
+		.doit	= kml_filter_nl_flush,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_SET_POLICY,
+		.doit	= kml_filter_nl_policy,
+		.policy	= kml_filter_policy_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_GETRULE,
+		.dumpit	= kml_filter_nl_getrule,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+};
+
+static struct genl_family kml_filter_genl = {
+	.name		= KML_FILTER_GENL_NAME,
+	.version	= KML_FILTER_GENL_VERSION,
+	.netnsok	= true,
+	/* the namespace's lock serialises changes, not genl_mutex */
+	.parallel_ops	= true,
+	.module		= THIS_MODULE,
+	.ops		= kml_filter_genl_ops,
+	.n_ops		= ARRAY_SIZE(kml_filter_genl_ops),
+	/*
+	 * Every command is new: strict validation, no attributes for a
+	 * command without a policy, and the genl header's reserved field
+	 * must be zero.
+	 */
+	.resv_start_op	= KML_FILTER_CMD_GET_INFO,
+};
+
+int kml_filter_nl_init(void)
+{
+	return genl_register_family(&kml_filter_genl);
+}
+
+void kml_filter_nl_exit(void)
+{
+	genl_unregister_family(&kml_filter_genl);
+}
