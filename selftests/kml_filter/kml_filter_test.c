@@ -1641,9 +1641,10 @@ TEST_F_TIMEOUT(filter, client, 120)
 })
 
 /*
- * A 32-bit process reaches the same ioctls through compat_ptr_ioctl: the
- * structs must have the same layout, and the user pointers in them (the
- * rules of REPLACE, the entries of LIST) must work zero-extended.
+ * A 32-bit process: its netlink messages must be the 64-bit one's (every
+ * command but load), and load's REPLACE reaches the ioctl through
+ * compat_ptr_ioctl, where the struct must have the same layout and its
+ * rules pointer must work zero-extended.
  */
 TEST_F_TIMEOUT(filter, client_32bit, 120)
 {
@@ -1702,7 +1703,8 @@ TEST(client_without_module)
 	ASSERT_EQ(0, kml_unload("kml_filter"));
 	EXPECT_EQ(1, KML_CLIENT("kml-filter", "list"));
 	/* The load order, kml_stats first: insmod kml_filter.ko alone fails. */
-	EXPECT_TRUE(out == strstr(out, "kml-filter: kml_filter is not loaded (/dev/kml_filter is missing): run `insmod kml_stats.ko` and then `insmod kml_filter.ko`"))
+	/* list speaks netlink: what is missing is the family, not the device */
+	EXPECT_TRUE(out == strstr(out, "kml-filter: kml_filter is not loaded (its generic netlink family kml_filter is missing): run `insmod kml_stats.ko` and then `insmod kml_filter.ko`"))
 		TH_LOG("%s", out);
 	EXPECT_TRUE(out + strlen(out) - 1 == strchr(out, '\n')) TH_LOG("one line: %s", out);
 }
@@ -4071,6 +4073,154 @@ TEST_F_TIMEOUT(trace, nothing_recorded_while_disabled, 300)
 	EXPECT_EQ(2 * 3, ev_count(text, &during)) TH_LOG("%s", text);
 	EXPECT_EQ(0, ev_count(text, &after)) TH_LOG("%s", text);
 	free(text);
+}
+
+/* ---- kml-filter over the netlink family, in the fixture's namespace ---- */
+
+/*
+ * The kernel's reason for refusing a rule, and the word of the command
+ * line its extended ack points at (--no-check: the client's own checks,
+ * the same as the kernel's, would refuse these first).
+ */
+TEST_F(nl, client_points_at_bad_word)
+{
+	char cmd[4096], out[4096];
+
+	/* without --no-check the client refuses it itself: a usage error */
+	EXPECT_EQ(2, KML_CLIENT("kml-filter", "add drop in udp dport 22-21"));
+	EXPECT_STREQ("kml-filter: bad rule: reversed port range '22-21' (try 'kml-filter help add')\n",
+		     out);
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add drop in udp dport 22-21"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: reversed port range\n"
+		     "  drop in udp dport 22-21\n"
+		     "                    ^^^^^\n", out);
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add drop in tcp src 10.0.0.1/8"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: address has bits set past its prefix length\n"
+		     "  drop in tcp src 10.0.0.1/8\n"
+		     "                  ^^^^^^^^^^\n", out);
+	/* ports without tcp or udp: the ports, since no word named a protocol */
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add sport 22 drop"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: ports need tcp or udp\n"
+		     "  sport 22 drop\n"
+		     "        ^^\n", out);
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add drop ipv4 icmpv6"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: protocol of the other family\n"
+		     "  drop ipv4 icmpv6\n"
+		     "            ^^^^^^\n", out);
+	/* a missing action has no word to point at: the reason alone */
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add in tcp"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: a rule needs an action\n", out);
+	/* a rule to delete is checked the same way */
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check del drop in udp dport 22-21"));
+	EXPECT_STREQ("kml-filter: the kernel refused the rule: reversed port range\n"
+		     "  drop in udp dport 22-21\n"
+		     "                    ^^^^^\n", out);
+	/* --no-check changes nothing for a good rule */
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "--no-check add --at 1 drop in udp dport 21-22"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\ndrop in udp dport 21-22\n", out);
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+}
+
+/*
+ * A set larger than one dump message holds: `list`, `list -v` and
+ * `--json list` show every rule, in order, as the ioctl's LIST does.
+ */
+TEST_F_TIMEOUT(nl, client_lists_a_dump_of_many_parts, 120)
+{
+	const __u32 n = 2000;
+	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+	static char out[1 << 18], want[1 << 18];
+	char cmd[4096], text[160];
+	size_t at = 0;
+	__u32 i;
+
+	ASSERT_NE(NULL, rules);
+	host_rules(rules, n, 0);
+	ASSERT_EQ(0, replace(self->fd, rules, n, KML_FILTER_DROP));
+	at += (size_t)snprintf(want + at, sizeof(want) - at, "policy drop\n");
+	for (i = 0; i < n; i++) {
+		ASSERT_LT(0, kml_filter_format_rule(&rules[i], text, sizeof(text)));
+		at += (size_t)snprintf(want + at, sizeof(want) - at, "%s\n", text);
+	}
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ(want, out);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list -v"));
+	EXPECT_NE(NULL, strstr(out, ", 2000 rules, generation ")) TH_LOG("%.200s", out);
+	EXPECT_NE(NULL, strstr(out, "\n 2000          0            0  drop in src 10.1.7.207\n"))
+		TH_LOG("%.200s", out + strlen(out) - 200);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "--json list"));
+	EXPECT_NE(NULL, strstr(out, "{\"num\":2000,\"rule\":\"drop in src 10.1.7.207\""))
+		TH_LOG("%.200s", out + strlen(out) - 200);
+	free(rules);
+}
+
+/*
+ * `list` while another process keeps replacing the set: the dump is read
+ * again when an update splits it, so every listing is one whole set,
+ * never half of each (or, if the sets change at every try, the client
+ * says so and prints nothing).
+ */
+TEST_F_TIMEOUT(nl, client_list_is_one_set_while_it_changes, 300)
+{
+	const __u32 n = 1000;
+	struct kml_filter_rule *a = calloc(n, sizeof(*a)), *b = calloc(n, sizeof(*b));
+	static char out[1 << 17];
+	char cmd[4096], first_a[160], first_b[160];
+	int round, whole = 0, gave_up = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	host_rules(a, n, 0);
+	host_rules(b, n, 4000);
+	ASSERT_EQ(0, replace(self->fd, a, n, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* gone with the test, even one that stops at an ASSERT */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* A, B, A, ... with a pause a listing can fit in */
+		for (unsigned int k = 1;; k++) {
+			if (replace(self->fd, k & 1 ? b : a, n, 0))
+				_exit(1);
+			usleep(100000);
+		}
+	}
+	snprintf(first_a, sizeof(first_a), "policy accept\ndrop in src 10.1.0.0\n");
+	snprintf(first_b, sizeof(first_b), "policy accept\ndrop in src 10.1.15.160\n");
+	for (round = 0; round < 20; round++) {
+		int rc = KML_CLIENT("kml-filter", "list");
+		const char *set_first = NULL;
+		int lines = 0;
+
+		if (rc == 1 && strstr(out, "the rules changed every time they were read")) {
+			gave_up++;
+			continue;
+		}
+		ASSERT_EQ(0, rc) TH_LOG("%.300s", out);
+		for (const char *p = out; *p; p++)
+			lines += *p == '\n';
+		EXPECT_EQ(n + 1, (__u32)lines);
+		if (!strncmp(out, first_a, strlen(first_a)))
+			set_first = "a";
+		else if (!strncmp(out, first_b, strlen(first_b)))
+			set_first = "b";
+		ASSERT_NE(NULL, set_first) TH_LOG("%.300s", out);
+		/* and it ends in the same set: A's last is 10.1.3.231, B's 10.1.19.135 */
+		EXPECT_NE(NULL, strstr(out, *set_first == 'a' ? "drop in src 10.1.3.231\n" :
+							       "drop in src 10.1.19.135\n"))
+			TH_LOG("set %s: %.300s", set_first, out + strlen(out) - 300);
+		EXPECT_EQ(NULL, strstr(out, *set_first == 'a' ? "drop in src 10.1.15.160\n" :
+							       "drop in src 10.1.0.0\n"));
+		whole++;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	TH_LOG("%d whole listings, %d given up", whole, gave_up);
+	EXPECT_LT(0, whole);
+	free(a);
+	free(b);
 }
 
 TEST_HARNESS_MAIN
