@@ -58,7 +58,7 @@ HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
 	     test_kml_filter_genl
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
-	     fuzz_kml_probe_file fuzz_kml_nl
+	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install install-userspace deb dkms-install check-all check-stock check-loaded \
@@ -342,6 +342,12 @@ $(BUILD)/fuzz/fuzz_kml_nl: selftests/fuzz/fuzz_kml_nl.c $(NL_LIB) $(NL_HDR)
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(NL_LIB)
+
+$(BUILD)/fuzz/fuzz_kml_filter_genl: selftests/fuzz/fuzz_kml_filter_genl.c $(FILTER_LIB) \
+		$(FILTER_HDR) $(FILTER_NL) $(FILTER_NL_HDR)
+	@mkdir -p $(@D)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi -I$(TOP)/userspace \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(FILTER_LIB) $(FILTER_NL)
 
 fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZERS))
 
