@@ -352,7 +352,7 @@ static void read_rules(struct kml_filter_genl_info *info, struct kml_filter_genl
 		if (err)
 			nl_failed("list", err, &e, NULL);
 		get_info(&after);
-		if (after.generation == info->generation &&
+		if (after.generation == info->generation && info->nrules == d->count &&
 		    (!d->count || d->generation == info->generation))
 			return;
 	}
@@ -364,6 +364,7 @@ static void cmd_list(int verbose)
 {
 	struct kml_filter_genl_info info;
 	struct kml_filter_genl_dump d = { 0 };
+	/* what the ioctl's struct kml_filter_list said, for the output below */
 	struct {
 		__u64 generation;
 		unsigned int count;
