@@ -316,6 +316,7 @@ enum kml_filter_attr {
 	KML_FILTER_A_BYTES,
 	__KML_FILTER_A_MAX
 };
+
 #define KML_FILTER_A_MAX	(__KML_FILTER_A_MAX - 1)
 
 /**
@@ -356,6 +357,7 @@ enum kml_filter_rule_attr {
 	KML_FILTER_RA_DPORT_HI,
 	__KML_FILTER_RA_MAX
 };
+
 #define KML_FILTER_RA_MAX	(__KML_FILTER_RA_MAX - 1)
 
 #endif /* _UAPI_LINUX_KML_FILTER_H */
