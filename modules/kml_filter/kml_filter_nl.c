@@ -118,41 +118,32 @@ static int kml_filter_nl_addr(const struct nlattr *addr,
 	return 0;
 }
 
-/* The attribute a rule checker's complaint about @field is about. */
+/*
+ * The attributes a rule checker's complaint about a field (enum
+ * kml_filter_field) is about, the first one present; 0 is none (tb[0] is
+ * never set).
+ */
+static const u8 kml_filter_nl_field_attr[][2] = {
+	[KML_FILTER_F_FAMILY]	= { KML_FILTER_RA_FAMILY },
+	[KML_FILTER_F_PROTO]	= { KML_FILTER_RA_PROTO },
+	[KML_FILTER_F_DIR]	= { KML_FILTER_RA_DIR },
+	[KML_FILTER_F_ACTION]	= { KML_FILTER_RA_ACTION },
+	[KML_FILTER_F_SRC]	= { KML_FILTER_RA_SRC, KML_FILTER_RA_SRC_LEN },
+	[KML_FILTER_F_DST]	= { KML_FILTER_RA_DST, KML_FILTER_RA_DST_LEN },
+	[KML_FILTER_F_SPORT]	= { KML_FILTER_RA_SPORT_LO, KML_FILTER_RA_SPORT_HI },
+	[KML_FILTER_F_DPORT]	= { KML_FILTER_RA_DPORT_LO, KML_FILTER_RA_DPORT_HI },
+	[KML_FILTER_F_PAD]	= { },
+};
+
 static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
 						const struct nlattr *nest,
 						unsigned int field)
 {
-	const struct nlattr *at = NULL;
+	const u8 *a = kml_filter_nl_field_attr[field];
 
-	switch (field) {
-	case KML_FILTER_F_FAMILY:
-		at = tb[KML_FILTER_RA_FAMILY];
-		break;
-	case KML_FILTER_F_PROTO:
-		at = tb[KML_FILTER_RA_PROTO];
-		break;
-	case KML_FILTER_F_DIR:
-		at = tb[KML_FILTER_RA_DIR];
-		break;
-	case KML_FILTER_F_ACTION:
-		at = tb[KML_FILTER_RA_ACTION];
-		break;
-	case KML_FILTER_F_SRC:
-		at = tb[KML_FILTER_RA_SRC] ?: tb[KML_FILTER_RA_SRC_LEN];
-		break;
-	case KML_FILTER_F_DST:
-		at = tb[KML_FILTER_RA_DST] ?: tb[KML_FILTER_RA_DST_LEN];
-		break;
-	case KML_FILTER_F_SPORT:
-		at = tb[KML_FILTER_RA_SPORT_LO] ?: tb[KML_FILTER_RA_SPORT_HI];
-		break;
-	case KML_FILTER_F_DPORT:
-		at = tb[KML_FILTER_RA_DPORT_LO] ?: tb[KML_FILTER_RA_DPORT_HI];
-		break;
-	}
+	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_PAD + 1);
 	/* an absent part (a protocol the ports need) is blamed on the rule */
-	return at ?: nest;
+	return tb[a[0]] ?: tb[a[1]] ?: nest;
 }
 
 static u16 kml_filter_nl_u16(const struct nlattr *a, u16 absent)

@@ -3012,6 +3012,7 @@ static void nl_begin(struct nlreq *q, uint16_t fam, __u8 cmd, uint16_t flags)
 #define NO_ACTION	0x2
 #define LONG_ADDR	0x4	/* a 16-byte source whatever the family */
 #define SRC_ANYWAY	0x8	/* a source even with prefix length 0 */
+#define LEN_ONLY	0x10	/* a source prefix length without the address */
 
 /*
  * @r as rule attributes, unchecked (the kernel is what is tested): an
@@ -3032,7 +3033,9 @@ static void nl_put_rule(struct nlreq *q, const struct kml_filter_rule *r,
 		q->at[KML_FILTER_RA_ACTION] = kml_nl_put_u8(m, KML_FILTER_RA_ACTION,
 							    r->action);
 	if (r->src_len || (quirks & SRC_ANYWAY)) {
-		q->at[KML_FILTER_RA_SRC] = kml_nl_put(m, KML_FILTER_RA_SRC, r->src, alen);
+		if (!(quirks & LEN_ONLY))
+			q->at[KML_FILTER_RA_SRC] = kml_nl_put(m, KML_FILTER_RA_SRC, r->src,
+							      alen);
 		if (r->src_len)
 			q->at[KML_FILTER_RA_SRC_LEN] =
 				kml_nl_put_u8(m, KML_FILTER_RA_SRC_LEN, r->src_len);
@@ -3270,6 +3273,9 @@ static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
 static void dir_4(struct kml_filter_rule *r) { r->dir = 4; }
 static void action_3(struct kml_filter_rule *r) { r->action = 3; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
+static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
+static void dst_bits(struct kml_filter_rule *r) { r->dst[15] = 1; }
+static void reverse_sport(struct kml_filter_rule *r) { r->sport_lo = 9; r->sport_hi = 8; }
 
 static const struct refusal refusals[] = {
 	{ "drop in udp", reverse_dport, 0, "reversed port range", KML_FILTER_RA_DPORT_LO, 0 },
@@ -3282,6 +3288,12 @@ static const struct refusal refusals[] = {
 	{ "drop in ipv4 src 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC, 0 },
 	{ "drop in ipv4 src 10.0.0.1", no_edit, LONG_ADDR, "address length", KML_FILTER_RA_SRC, 0 },
 	{ "drop in", no_edit, SRC_ANYWAY, "address without a family", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv4 src 10.0.0.0/8", no_edit, LEN_ONLY, "prefix length without an address",
+	  KML_FILTER_RA_SRC_LEN, 0 },
+	{ "drop in", dir_0, 0, "bad direction", KML_FILTER_RA_DIR, 0 },
+	{ "drop ipv6 dst fd00::/64", dst_bits, 0, "address has bits set past its prefix length",
+	  KML_FILTER_RA_DST, 0 },
+	{ "drop tcp", reverse_sport, 0, "reversed port range", KML_FILTER_RA_SPORT_LO, 0 },
 	/* the policy's own checks, before the handler's */
 	{ "drop in", dir_4, 0, "", KML_FILTER_RA_DIR, 0 },
 	{ "drop in", action_3, 0, "", KML_FILTER_RA_ACTION, 0 },
@@ -3423,9 +3435,39 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	EXPECT_EQ(-ENOENT, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	EXPECT_STREQ("no such rule", err.msg);
+	/* a DELRULE's rule is checked like a NEWRULE's */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	r.dport_lo = 8;
+	r.dport_hi = 7;
+	nl_put_rule(&q, &r, 0);
+	r.dport_lo = r.dport_hi = 7;
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_STREQ("reversed port range", err.msg);
+	EXPECT_EQ((__u32)q.at[KML_FILTER_RA_DPORT_LO], err.offs);
+	/* ... and with neither, or a NEWRULE without a rule */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "an index or a rule")) TH_LOG("%s", err.msg);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_TRUE(err.has_miss_type);
+	EXPECT_EQ(KML_FILTER_A_RULE, err.miss_type);
 	/* an unknown command */
 	nl_begin(&q, self->fam, __KML_FILTER_CMD_MAX, 0);
 	EXPECT_EQ(-EOPNOTSUPP, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	/* no room under net_mem_max: ENOSPC, and the ack says which limit */
+	{
+		char saved[32];
+
+		ASSERT_EQ(0, read_str(NET_MEM_MAX, saved, sizeof(saved)));
+		ASSERT_EQ(0, write_param(NET_MEM_MAX, "1"));
+		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+		nl_put_rule(&q, &r, 0);
+		EXPECT_EQ(-ENOSPC, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+		EXPECT_NE(NULL, strstr(err.msg, "net_mem_max")) TH_LOG("%s", err.msg);
+		EXPECT_EQ(0, write_param(NET_MEM_MAX, saved));
+	}
 	EXPECT_EQ(before.generation, info_of(self->fd).generation);
 }
 
