@@ -92,11 +92,26 @@ struct kml_filter_set {
 	struct kml_filter_index ix;
 };
 
+/*
+ * A replace sent in parts (netlink: one message cannot hold 65536
+ * rules): the set it builds, allocated and reserved when it begins.
+ */
+struct kml_filter_txn {
+	u32 id;
+	u32 owner;		/* netlink portid of the socket that began it */
+	u32 policy;		/* 0: keep the current one */
+	u32 have;		/* rules received so far, of set->nrules */
+	u64 generation;		/* the namespace's when it began */
+	struct kml_filter_set *set;
+};
+
 struct kml_filter_net {
 	struct kml_filter_set __rcu *set;
 	struct mutex lock;	/* serialises updates; protects the rest */
 	u64 generation;
 	u64 building;		/* bytes of sets being built, not yet published */
+	struct kml_filter_txn *txn;	/* a replace in parts, or NULL */
+	u32 txn_seq;
 };
 
 /*
@@ -918,6 +933,147 @@ static unsigned int kml_filter_canonical(unsigned int cmd)
 	return 0;
 }
 
+/* ---- a replace in parts (the netlink family's) ---- */
+
+static void kml_filter_txn_end(struct kml_filter_net *fn)
+{
+	struct kml_filter_txn *txn = fn->txn;
+
+	lockdep_assert_held(&fn->lock);
+	fn->txn = NULL;
+	kml_filter_unreserve(fn, txn->set->nrules);
+	kml_filter_set_free(txn->set);
+	kfree(txn);
+}
+
+/*
+ * Begin replacing the set with @nrules rules, to come in parts from
+ * @owner; @policy 0 keeps the current one. One at a time per namespace
+ * (-EBUSY); the room for the whole new set is reserved now, so running
+ * out of it is said before any rule is sent (-ENOSPC).
+ */
+int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
+			   u32 policy, u32 *id)
+{
+	struct kml_filter_txn *txn;
+	int ret;
+
+	if (nrules > KML_FILTER_MAX_RULES ||
+	    (policy && !kml_filter_policy_ok(policy)))
+		return -EINVAL;
+	txn = kzalloc(sizeof(*txn), GFP_KERNEL_ACCOUNT);
+	if (!txn)
+		return -ENOMEM;
+	mutex_lock(&fn->lock);
+	ret = fn->txn ? -EBUSY : kml_filter_reserve(fn, nrules);
+	mutex_unlock(&fn->lock);
+	if (ret)
+		goto free_txn;
+	txn->set = kml_filter_set_alloc(nrules);
+	mutex_lock(&fn->lock);
+	if (!txn->set || fn->txn) {
+		ret = txn->set ? -EBUSY : -ENOMEM;
+		kml_filter_unreserve(fn, nrules);
+		mutex_unlock(&fn->lock);
+		kml_filter_set_free(txn->set);
+		goto free_txn;
+	}
+	txn->id = ++fn->txn_seq ?: ++fn->txn_seq;
+	txn->owner = owner;
+	txn->policy = policy;
+	txn->generation = fn->generation;
+	fn->txn = txn;
+	*id = txn->id;
+	mutex_unlock(&fn->lock);
+	return 0;
+free_txn:
+	kfree(txn);
+	return ret;
+}
+
+/* The replace @id of @owner, or NULL. */
+static struct kml_filter_txn *kml_filter_txn_of(struct kml_filter_net *fn,
+						u32 owner, u32 id)
+{
+	lockdep_assert_held(&fn->lock);
+	if (!fn->txn || fn->txn->id != id || fn->txn->owner != owner)
+		return NULL;
+	return fn->txn;
+}
+
+/*
+ * The next @n rules of replace @id, each already checked. More than were
+ * announced ends the replace: a part that fails leaves nothing to commit.
+ */
+int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
+			   const struct kml_filter_rule *rules, u32 n)
+{
+	struct kml_filter_txn *txn;
+	int ret = 0;
+
+	mutex_lock(&fn->lock);
+	txn = kml_filter_txn_of(fn, owner, id);
+	if (!txn) {
+		ret = -ENOENT;
+	} else if (n > txn->set->nrules - txn->have) {
+		kml_filter_txn_end(fn);
+		ret = -E2BIG;
+	} else {
+		memcpy(txn->set->rules + txn->have, rules, n * sizeof(*rules));
+		txn->have += n;
+	}
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+/*
+ * Publish replace @id: -EAGAIN if the rules or policy changed since it
+ * began (it was built against a set that is gone), -EINVAL if rules are
+ * still missing. Either way, and on success, the replace is over.
+ */
+int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
+{
+	struct kml_filter_txn *txn;
+	int ret = 0;
+
+	mutex_lock(&fn->lock);
+	txn = kml_filter_txn_of(fn, owner, id);
+	if (!txn) {
+		ret = -ENOENT;
+	} else if (txn->generation != fn->generation) {
+		ret = -EAGAIN;
+	} else if (txn->have != txn->set->nrules) {
+		ret = -EINVAL;
+	} else {
+		kml_filter_set_build(txn->set, txn->policy ?:
+				     kml_filter_current(fn)->policy);
+		kml_filter_commit(fn, txn->set, KML_CARRY_NONE, 0);
+		/* published: only the reservation and the txn go */
+		kml_filter_unreserve(fn, txn->set->nrules);
+		fn->txn = NULL;
+		kfree(txn);
+		txn = NULL;
+	}
+	if (txn)
+		kml_filter_txn_end(fn);
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+/* Drop replace @id of @owner; with @id 0, whichever @owner has. */
+int kml_filter_stage_abort(struct kml_filter_net *fn, u32 owner, u32 id)
+{
+	int ret = -ENOENT;
+
+	mutex_lock(&fn->lock);
+	if (fn->txn && fn->txn->owner == owner && (!id || fn->txn->id == id)) {
+		kml_filter_txn_end(fn);
+		ret = 0;
+	}
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
 /* A refused change, from either interface. */
 void kml_filter_rejected(void)
 {
@@ -1050,9 +1206,16 @@ static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
 	struct net *net;
 
 	synchronize_rcu();
-	list_for_each_entry(net, net_list, exit_list)
-		kml_filter_set_free(rcu_dereference_protected(kml_filter_pernet(net)->set,
-							      1));
+	list_for_each_entry(net, net_list, exit_list) {
+		struct kml_filter_net *fn = kml_filter_pernet(net);
+
+		/* a replace left open when the module goes */
+		if (fn->txn) {
+			kml_filter_set_free(fn->txn->set);
+			kfree(fn->txn);
+		}
+		kml_filter_set_free(rcu_dereference_protected(fn->set, 1));
+	}
 }
 
 static struct pernet_operations kml_filter_net_ops = {

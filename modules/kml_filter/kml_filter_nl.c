@@ -67,6 +67,27 @@ static unsigned int kml_filter_nl_bits(u8 family)
 	       family == KML_FILTER_FAMILY_IPV6 ? 128 : 0;
 }
 
+/* past what NLA_POLICY_MAX() holds (s16); 6.1's policy takes no const */
+static struct netlink_range_validation kml_filter_nrules_range = {
+	.max = KML_FILTER_MAX_RULES,
+};
+
+static const struct nla_policy kml_filter_begin_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_NRULES]	= NLA_POLICY_FULL_RANGE(NLA_U32,
+							&kml_filter_nrules_range),
+	[KML_FILTER_A_POLICY]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						   KML_FILTER_DROP),
+};
+
+static const struct nla_policy kml_filter_rules_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_TXN]	= { .type = NLA_U32 },
+	[KML_FILTER_A_RULES]	= NLA_POLICY_NESTED_ARRAY(kml_filter_rule_policy),
+};
+
+static const struct nla_policy kml_filter_txn_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_TXN]	= { .type = NLA_U32 },
+};
+
 static struct kml_filter_net *kml_filter_nl_net(struct genl_info *info)
 {
 	return kml_filter_pernet(genl_info_net(info));
@@ -118,41 +139,32 @@ static int kml_filter_nl_addr(const struct nlattr *addr,
 	return 0;
 }
 
-/* The attribute a rule checker's complaint about @field is about. */
+/*
+ * The attributes a rule checker's complaint about a field (enum
+ * kml_filter_field) is about, the first one present; 0 is none (tb[0] is
+ * never set).
+ */
+static const u8 kml_filter_nl_field_attr[][2] = {
+	[KML_FILTER_F_FAMILY]	= { KML_FILTER_RA_FAMILY },
+	[KML_FILTER_F_PROTO]	= { KML_FILTER_RA_PROTO },
+	[KML_FILTER_F_DIR]	= { KML_FILTER_RA_DIR },
+	[KML_FILTER_F_ACTION]	= { KML_FILTER_RA_ACTION },
+	[KML_FILTER_F_SRC]	= { KML_FILTER_RA_SRC, KML_FILTER_RA_SRC_LEN },
+	[KML_FILTER_F_DST]	= { KML_FILTER_RA_DST, KML_FILTER_RA_DST_LEN },
+	[KML_FILTER_F_SPORT]	= { KML_FILTER_RA_SPORT_LO, KML_FILTER_RA_SPORT_HI },
+	[KML_FILTER_F_DPORT]	= { KML_FILTER_RA_DPORT_LO, KML_FILTER_RA_DPORT_HI },
+	[KML_FILTER_F_PAD]	= { },
+};
+
 static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
 						const struct nlattr *nest,
 						unsigned int field)
 {
-	const struct nlattr *at = NULL;
+	const u8 *a = kml_filter_nl_field_attr[field];
 
-	switch (field) {
-	case KML_FILTER_F_FAMILY:
-		at = tb[KML_FILTER_RA_FAMILY];
-		break;
-	case KML_FILTER_F_PROTO:
-		at = tb[KML_FILTER_RA_PROTO];
-		break;
-	case KML_FILTER_F_DIR:
-		at = tb[KML_FILTER_RA_DIR];
-		break;
-	case KML_FILTER_F_ACTION:
-		at = tb[KML_FILTER_RA_ACTION];
-		break;
-	case KML_FILTER_F_SRC:
-		at = tb[KML_FILTER_RA_SRC] ?: tb[KML_FILTER_RA_SRC_LEN];
-		break;
-	case KML_FILTER_F_DST:
-		at = tb[KML_FILTER_RA_DST] ?: tb[KML_FILTER_RA_DST_LEN];
-		break;
-	case KML_FILTER_F_SPORT:
-		at = tb[KML_FILTER_RA_SPORT_LO] ?: tb[KML_FILTER_RA_SPORT_HI];
-		break;
-	case KML_FILTER_F_DPORT:
-		at = tb[KML_FILTER_RA_DPORT_LO] ?: tb[KML_FILTER_RA_DPORT_HI];
-		break;
-	}
+	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_PAD + 1);
 	/* an absent part (a protocol the ports need) is blamed on the rule */
-	return at ?: nest;
+	return tb[a[0]] ?: tb[a[1]] ?: nest;
 }
 
 static u16 kml_filter_nl_u16(const struct nlattr *a, u16 absent)
@@ -416,6 +428,146 @@ static int kml_filter_nl_getrule(struct sk_buff *skb,
 	return skb->len;
 }
 
+/* ---- replace in parts ---- */
+
+static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
+{
+	const struct nlattr *policy = info->attrs[KML_FILTER_A_POLICY];
+	struct kml_filter_net *fn = kml_filter_nl_net(info);
+	struct sk_buff *msg;
+	void *hdr;
+	u32 id;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_NRULES)) {
+		GENL_SET_ERR_MSG(info, "REPLACE_BEGIN needs the number of rules");
+		return kml_filter_nl_done(-EINVAL, info);
+	}
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	ret = kml_filter_stage_begin(fn, info->snd_portid,
+				     nla_get_u32(info->attrs[KML_FILTER_A_NRULES]),
+				     policy ? nla_get_u8(policy) : 0, &id);
+	if (ret == -EBUSY)
+		GENL_SET_ERR_MSG(info, "another replace is in progress in this namespace");
+	if (ret) {
+		nlmsg_free(msg);
+		return kml_filter_nl_done(ret, info);
+	}
+	hdr = genlmsg_put_reply(msg, info, &kml_filter_genl, 0,
+				KML_FILTER_CMD_REPLACE_BEGIN);
+	if (!hdr || nla_put_u32(msg, KML_FILTER_A_TXN, id)) {
+		kml_filter_stage_abort(fn, info->snd_portid, id);
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static u32 kml_filter_nl_txn(struct genl_info *info)
+{
+	return nla_get_u32(info->attrs[KML_FILTER_A_TXN]);
+}
+
+/* Which replace, for the replace commands: -ENOENT says none of ours. */
+static int kml_filter_nl_no_txn(int ret, struct genl_info *info)
+{
+	if (ret == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KML_FILTER_A_TXN],
+				    "no such replace on this socket");
+	return kml_filter_nl_done(ret, info);
+}
+
+static int kml_filter_nl_rules(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kml_filter_net *fn = kml_filter_nl_net(info);
+	const struct nlattr *rules = info->attrs[KML_FILTER_A_RULES];
+	struct kml_filter_rule *r = NULL;
+	const struct nlattr *a;
+	u32 n = 0, id;
+	int rem, ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN) ||
+	    GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_RULES)) {
+		GENL_SET_ERR_MSG(info, "REPLACE_RULES needs a replace and rules");
+		return kml_filter_nl_done(-EINVAL, info);
+	}
+	id = kml_filter_nl_txn(info);
+	nla_for_each_nested(a, rules, rem)
+		n++;
+	/* a message's worth of rules, bounded by the socket's buffer */
+	if (n) {
+		r = kvmalloc_array(n, sizeof(*r), GFP_KERNEL_ACCOUNT);
+		if (!r)
+			return kml_filter_nl_done(-ENOMEM, info);
+	}
+	n = 0;
+	ret = 0;
+	nla_for_each_nested(a, rules, rem) {
+		ret = kml_filter_nl_rule(a, &r[n++], info->extack);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		/* a refused rule ends the replace: nothing of it is committed */
+		kml_filter_stage_abort(fn, info->snd_portid, id);
+	} else {
+		ret = kml_filter_stage_rules(fn, info->snd_portid, id, r, n);
+		if (ret == -E2BIG)
+			NL_SET_ERR_MSG_ATTR(info->extack, rules,
+					    "more rules than REPLACE_BEGIN announced");
+	}
+	kvfree(r);
+	return kml_filter_nl_no_txn(ret, info);
+}
+
+static int kml_filter_nl_commit(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
+		return kml_filter_nl_done(-EINVAL, info);
+	ret = kml_filter_stage_commit(kml_filter_nl_net(info), info->snd_portid,
+				      kml_filter_nl_txn(info));
+	if (ret == -EAGAIN)
+		GENL_SET_ERR_MSG(info, "the rules changed since REPLACE_BEGIN: start again");
+	else if (ret == -EINVAL)
+		GENL_SET_ERR_MSG(info, "fewer rules than REPLACE_BEGIN announced");
+	return kml_filter_nl_no_txn(ret, info);
+}
+
+static int kml_filter_nl_abort(struct sk_buff *skb, struct genl_info *info)
+{
+	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
+		return kml_filter_nl_done(-EINVAL, info);
+	return kml_filter_nl_no_txn(kml_filter_stage_abort(kml_filter_nl_net(info),
+							   info->snd_portid,
+							   kml_filter_nl_txn(info)),
+				    info);
+}
+
+/*
+ * A replace belongs to the socket that began it: when that socket goes,
+ * so does its replace. The notifier chain is a blocking one, called as
+ * the socket is released, in its namespace.
+ */
+static int kml_filter_nl_notify(struct notifier_block *nb, unsigned long event,
+				void *ptr)
+{
+	struct netlink_notify *n = ptr;
+
+	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
+		return NOTIFY_DONE;
+	kml_filter_stage_abort(kml_filter_pernet(n->net), n->portid, 0);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block kml_filter_nl_notifier = {
+	.notifier_call = kml_filter_nl_notify,
+};
+
 static const struct genl_ops kml_filter_genl_ops[] = {
 	{
 		.cmd	= KML_FILTER_CMD_GET_INFO,
@@ -452,6 +604,34 @@ static const struct genl_ops kml_filter_genl_ops[] = {
 		.dumpit	= kml_filter_nl_getrule,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
+	{
+		.cmd	= KML_FILTER_CMD_REPLACE_BEGIN,
+		.doit	= kml_filter_nl_begin,
+		.policy	= kml_filter_begin_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_REPLACE_RULES,
+		.doit	= kml_filter_nl_rules,
+		.policy	= kml_filter_rules_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_REPLACE_COMMIT,
+		.doit	= kml_filter_nl_commit,
+		.policy	= kml_filter_txn_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_REPLACE_ABORT,
+		.doit	= kml_filter_nl_abort,
+		.policy	= kml_filter_txn_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
 };
 
 static struct genl_family kml_filter_genl = {
@@ -473,10 +653,19 @@ static struct genl_family kml_filter_genl = {
 
 int kml_filter_nl_init(void)
 {
-	return genl_register_family(&kml_filter_genl);
+	int ret;
+
+	ret = netlink_register_notifier(&kml_filter_nl_notifier);
+	if (ret)
+		return ret;
+	ret = genl_register_family(&kml_filter_genl);
+	if (ret)
+		netlink_unregister_notifier(&kml_filter_nl_notifier);
+	return ret;
 }
 
 void kml_filter_nl_exit(void)
 {
 	genl_unregister_family(&kml_filter_genl);
+	netlink_unregister_notifier(&kml_filter_nl_notifier);
 }

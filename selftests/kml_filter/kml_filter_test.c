@@ -2996,7 +2996,7 @@ FIXTURE_TEARDOWN(nl)
 
 struct nlreq {
 	struct kml_nl_msg m;
-	__u8 buf[4096];
+	__u8 buf[65536];
 	int nest;			/* offset of the rule nest */
 	int at[KML_FILTER_RA_MAX + 1];	/* offset of each rule attribute */
 };
@@ -3014,6 +3014,7 @@ static void nl_begin(struct nlreq *q, uint16_t fam, __u8 cmd, uint16_t flags)
 #define NO_ACTION	0x2
 #define LONG_ADDR	0x4	/* a 16-byte source whatever the family */
 #define SRC_ANYWAY	0x8	/* a source even with prefix length 0 */
+#define LEN_ONLY	0x10	/* a source prefix length without the address */
 
 /*
  * @r as rule attributes, unchecked (the kernel is what is tested): an
@@ -3034,7 +3035,9 @@ static void nl_put_rule(struct nlreq *q, const struct kml_filter_rule *r,
 		q->at[KML_FILTER_RA_ACTION] = kml_nl_put_u8(m, KML_FILTER_RA_ACTION,
 							    r->action);
 	if (r->src_len || (quirks & SRC_ANYWAY)) {
-		q->at[KML_FILTER_RA_SRC] = kml_nl_put(m, KML_FILTER_RA_SRC, r->src, alen);
+		if (!(quirks & LEN_ONLY))
+			q->at[KML_FILTER_RA_SRC] = kml_nl_put(m, KML_FILTER_RA_SRC, r->src,
+							      alen);
 		if (r->src_len)
 			q->at[KML_FILTER_RA_SRC_LEN] =
 				kml_nl_put_u8(m, KML_FILTER_RA_SRC_LEN, r->src_len);
@@ -3160,11 +3163,11 @@ static int nl_info(FIXTURE_DATA(nl) *self, struct nlinfo *r, struct kml_nl_err *
 
 static const char *const nl_rules[] = {
 	"accept in tcp dport 22",
-	"drop in ipv4 udp from 10.1.0.0/16 sport 1000-2000 dport 53",
-	"drop out ipv6 to fd00::/8",
-	"accept ipv6 icmpv6 from fd01::1",
+	"drop in ipv4 udp src 10.1.0.0/16 sport 1000-2000 dport 53",
+	"drop out ipv6 dst fd00::/8",
+	"accept ipv6 icmpv6 src fd01::1",
 	"drop ipv4 icmp",
-	"accept out ipv4 tcp to 192.168.1.1 dport 1-1023",
+	"accept out ipv4 tcp dst 192.168.1.1 dport 1-1023",
 };
 
 /*
@@ -3272,18 +3275,27 @@ static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
 static void dir_4(struct kml_filter_rule *r) { r->dir = 4; }
 static void action_3(struct kml_filter_rule *r) { r->action = 3; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
+static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
+static void dst_bits(struct kml_filter_rule *r) { r->dst[15] = 1; }
+static void reverse_sport(struct kml_filter_rule *r) { r->sport_lo = 9; r->sport_hi = 8; }
 
 static const struct refusal refusals[] = {
 	{ "drop in udp", reverse_dport, 0, "reversed port range", KML_FILTER_RA_DPORT_LO, 0 },
 	{ "drop in ipv4", icmp_with_port, 0, "ports need tcp or udp", KML_FILTER_RA_DPORT_LO, 0 },
-	{ "drop in ipv4 from 10.0.0.0/8", host_bits, 0,
+	{ "drop in ipv4 src 10.0.0.0/8", host_bits, 0,
 	  "address has bits set past its prefix length", KML_FILTER_RA_SRC, 0 },
 	{ "drop in ipv6", other_family, 0, "protocol of the other family", KML_FILTER_RA_PROTO, 0 },
 	{ "drop in", family_5, 0, "unknown family", KML_FILTER_RA_FAMILY, 0 },
 	{ "drop in", proto_7, 0, "unknown protocol", KML_FILTER_RA_PROTO, 0 },
-	{ "drop in ipv4 from 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC, 0 },
-	{ "drop in ipv4 from 10.0.0.1", no_edit, LONG_ADDR, "address length", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv4 src 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv4 src 10.0.0.1", no_edit, LONG_ADDR, "address length", KML_FILTER_RA_SRC, 0 },
 	{ "drop in", no_edit, SRC_ANYWAY, "address without a family", KML_FILTER_RA_SRC, 0 },
+	{ "drop in ipv4 src 10.0.0.0/8", no_edit, LEN_ONLY, "prefix length without an address",
+	  KML_FILTER_RA_SRC_LEN, 0 },
+	{ "drop in", dir_0, 0, "bad direction", KML_FILTER_RA_DIR, 0 },
+	{ "drop ipv6 dst fd00::/64", dst_bits, 0, "address has bits set past its prefix length",
+	  KML_FILTER_RA_DST, 0 },
+	{ "drop tcp", reverse_sport, 0, "reversed port range", KML_FILTER_RA_SPORT_LO, 0 },
 	/* the policy's own checks, before the handler's */
 	{ "drop in", dir_4, 0, "", KML_FILTER_RA_DIR, 0 },
 	{ "drop in", action_3, 0, "", KML_FILTER_RA_ACTION, 0 },
@@ -3293,7 +3305,7 @@ static const struct refusal refusals[] = {
 
 /*
  * A rule the kernel refuses gets EINVAL, changes nothing, counts as a
- * rejected update, and the extended ack says why and points at the
+ * rejected update (unless the policy refused it), and the extended ack says why and points at the
  * attribute of the part that is wrong (or names the one missing), so a
  * client can point at the word its user typed.
  */
@@ -3316,7 +3328,9 @@ TEST_F(nl, refused_rule_names_its_attribute)
 		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
 		nl_put_rule(&q, &r, c->quirks);
 		ASSERT_LE(0, kml_nl_msg_len(&q.m));
-		EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err))
+		/* a value outside a policy's range is ERANGE */
+		EXPECT_EQ(c->edit == action_3 ? -ERANGE : -EINVAL,
+			  kml_nl_request(&self->s, &q.m, NULL, NULL, &err))
 			TH_LOG("case %zu", k);
 		EXPECT_NE(NULL, strstr(err.msg, c->msg))
 			TH_LOG("case %zu: '%s', not '%s'", k, err.msg, c->msg);
@@ -3333,7 +3347,11 @@ TEST_F(nl, refused_rule_names_its_attribute)
 	}
 	EXPECT_EQ(before.generation, info_of(self->fd).generation);
 	EXPECT_EQ(1, info_of(self->fd).nrules);
-	EXPECT_EQ(rejected + (long long)n, filter_stat("rejected_updates"));
+	/*
+	 * The two the policy refuses (dir, action) never reach the module:
+	 * the netlink core answers them, and nothing counts them.
+	 */
+	EXPECT_EQ(rejected + (long long)n - 2, filter_stat("rejected_updates"));
 }
 
 /*
@@ -3360,7 +3378,7 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	/* NEWRULE does not take a counter */
 	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
 	nl_put_rule(&q, &r, 0);
-	at = kml_nl_put_u64_pad(&q.m, KML_FILTER_A_PACKETS, 1, KML_FILTER_A_PAD);
+	at = kml_nl_put_u64(&q.m, KML_FILTER_A_PACKETS, 1);
 	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	/* an attribute past the last one the family knows */
@@ -3381,7 +3399,7 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	/* a policy out of range, and one of the wrong size */
 	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
 	at = kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 3);
-	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ(-ERANGE, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
 	at = kml_nl_put_u32(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
@@ -3419,9 +3437,39 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	EXPECT_EQ(-ENOENT, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	EXPECT_STREQ("no such rule", err.msg);
+	/* a DELRULE's rule is checked like a NEWRULE's */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	r.dport_lo = 8;
+	r.dport_hi = 7;
+	nl_put_rule(&q, &r, 0);
+	r.dport_lo = r.dport_hi = 7;
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_STREQ("reversed port range", err.msg);
+	EXPECT_EQ((__u32)q.at[KML_FILTER_RA_DPORT_LO], err.offs);
+	/* ... and with neither, or a NEWRULE without a rule */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "an index or a rule")) TH_LOG("%s", err.msg);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_TRUE(err.has_miss_type);
+	EXPECT_EQ(KML_FILTER_A_RULE, err.miss_type);
 	/* an unknown command */
 	nl_begin(&q, self->fam, __KML_FILTER_CMD_MAX, 0);
 	EXPECT_EQ(-EOPNOTSUPP, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	/* no room under net_mem_max: ENOSPC, and the ack says which limit */
+	{
+		char saved[32];
+
+		ASSERT_EQ(0, read_str(NET_MEM_MAX, saved, sizeof(saved)));
+		ASSERT_EQ(0, write_param(NET_MEM_MAX, "1"));
+		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+		nl_put_rule(&q, &r, 0);
+		EXPECT_EQ(-ENOSPC, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+		EXPECT_NE(NULL, strstr(err.msg, "net_mem_max")) TH_LOG("%s", err.msg);
+		EXPECT_EQ(0, write_param(NET_MEM_MAX, saved));
+	}
 	EXPECT_EQ(before.generation, info_of(self->fd).generation);
 }
 
@@ -3461,6 +3509,7 @@ TEST_F(nl, changes_need_cap_net_admin)
 			static const __u8 cmds[] = {
 				KML_FILTER_CMD_NEWRULE, KML_FILTER_CMD_DELRULE,
 				KML_FILTER_CMD_FLUSH, KML_FILTER_CMD_SET_POLICY,
+				KML_FILTER_CMD_REPLACE_BEGIN,
 			};
 
 			for (size_t k = 0; k < sizeof(cmds); k++) {
@@ -3471,7 +3520,9 @@ TEST_F(nl, changes_need_cap_net_admin)
 					kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
 				if (cmds[k] == KML_FILTER_CMD_SET_POLICY)
 					kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 2);
-				bad |= (kml_nl_request(s, &q.m, NULL, NULL, &err) != -EPERM) << k;
+				if (cmds[k] == KML_FILTER_CMD_REPLACE_BEGIN)
+					kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 0);
+				bad |= kml_nl_request(s, &q.m, NULL, NULL, &err) != -EPERM;
 			}
 			nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
 			bad |= (kml_nl_request(s, &q.m, dump_cb, &d, &err) != -EPERM) << 4;
@@ -3670,6 +3721,266 @@ TEST_F_TIMEOUT(nl, rmmod_while_requests_arrive, 240)
 	if (cycles < want_cycles || atomic_load(&h.ok) < want_ok)
 		TOO_SLOW("%d of %d cycles, %d of %d requests in 180 s", cycles,
 			 want_cycles, atomic_load(&h.ok), want_ok);
+}
+
+/* ---- replace in parts ---- */
+
+static int txn_cb(const struct nlmsghdr *msg, size_t len, void *arg)
+{
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+
+	if (kml_nl_parse(msg, len, tb, KML_FILTER_A_MAX))
+		return -EPROTO;
+	return kml_nl_get_u32(&tb[KML_FILTER_A_TXN], arg) ? -EPROTO : 0;
+}
+
+static int nl_begin_replace(struct kml_nl_sock *s, uint16_t fam, __u32 n, __u8 policy,
+			    __u32 *txn, struct kml_nl_err *e)
+{
+	struct nlreq q;
+
+	nl_begin(&q, fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, n);
+	if (policy)
+		kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, policy);
+	*txn = 0;
+	return kml_nl_request(s, &q.m, txn_cb, txn, e);
+}
+
+/* @n rules in one REPLACE_RULES; @q keeps the offsets of the last one */
+static int nl_send_rules(struct kml_nl_sock *s, uint16_t fam, __u32 txn,
+			 const struct kml_filter_rule *r, __u32 n, struct nlreq *q,
+			 struct kml_nl_err *e)
+{
+	int nest;
+
+	nl_begin(q, fam, KML_FILTER_CMD_REPLACE_RULES, 0);
+	kml_nl_put_u32(&q->m, KML_FILTER_A_TXN, txn);
+	nest = kml_nl_nest_start(&q->m, KML_FILTER_A_RULES);
+	for (__u32 k = 0; k < n; k++)
+		nl_put_rule(q, &r[k], 0);
+	kml_nl_nest_end(&q->m, nest);
+	if (kml_nl_msg_len(&q->m) < 0)
+		return -EMSGSIZE;
+	return kml_nl_request(s, &q->m, NULL, NULL, e);
+}
+
+static int nl_txn_cmd(struct kml_nl_sock *s, uint16_t fam, __u8 cmd, __u32 txn,
+		      struct kml_nl_err *e)
+{
+	struct nlreq q;
+
+	nl_begin(&q, fam, cmd, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_TXN, txn);
+	return kml_nl_request(s, &q.m, NULL, NULL, e);
+}
+
+static __u64 nl_mem_bytes(FIXTURE_DATA(nl) *self)
+{
+	struct kml_nl_err err;
+	struct nlinfo r;
+	uint64_t v = 0;
+
+	if (nl_info(self, &r, &err) || kml_nl_get_u64(&r.tb[KML_FILTER_A_MEM_BYTES], &v))
+		return ~0ULL;
+	return v;
+}
+
+/*
+ * 3000 rules, more than one message holds, sent in parts of 500 and
+ * published at once: the ioctl lists exactly them, with the new policy,
+ * one generation later, and only the new set's bytes are held after.
+ */
+TEST_F_TIMEOUT(nl, replace_in_parts, 120)
+{
+	const __u32 n = 3000, part = 500;
+	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+	struct kml_filter_entry *e = calloc(n, sizeof(*e));
+	struct kml_filter_info before, after;
+	struct kml_nl_err err;
+	struct nlreq q;
+	__u32 txn, got = n;
+
+	ASSERT_NE(NULL, rules);
+	ASSERT_NE(NULL, e);
+	host_rules(rules, n, 0);
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 22"));
+	before = info_of(self->fd);
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, n, KML_FILTER_DROP, &txn, &err))
+		TH_LOG("%s", err.msg);
+	EXPECT_NE(0, txn);
+	/* the new set's room is held from the start */
+	EXPECT_EQ(kml_filter_set_bytes(1, self->ncpus) + kml_filter_set_bytes(n, self->ncpus),
+		  nl_mem_bytes(self));
+	for (__u32 at = 0; at < n; at += part) {
+		ASSERT_EQ(0, nl_send_rules(&self->s, self->fam, txn, rules + at, part, &q, &err))
+			TH_LOG("part at %u: %s", at, err.msg);
+		/* nothing shows before the commit */
+		EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	}
+	ASSERT_EQ(0, nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err))
+		TH_LOG("%s", err.msg);
+	after = info_of(self->fd);
+	EXPECT_EQ(before.generation + 1, after.generation);
+	EXPECT_EQ(n, after.nrules);
+	EXPECT_EQ(KML_FILTER_DROP, after.policy);
+	ASSERT_EQ(0, list(self->fd, e, &got));
+	ASSERT_EQ(n, got);
+	for (__u32 k = 0; k < n; k++) {
+		EXPECT_EQ(0, memcmp(&rules[k], &e[k].rule, sizeof(rules[k])));
+		EXPECT_EQ(0, e[k].packets);
+	}
+	EXPECT_EQ(kml_filter_set_bytes(n, self->ncpus), nl_mem_bytes(self));
+	/* a finished replace is gone */
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+				      &err));
+	free(rules);
+	free(e);
+}
+
+/*
+ * A refused rule in the third of five parts ends the replace: the ack
+ * points at that rule's attribute, later parts and the commit find no
+ * replace, and the rules, generation and memory are as before.
+ */
+TEST_F(nl, replace_is_all_or_nothing)
+{
+	struct kml_filter_rule rules[50];
+	struct kml_filter_info before;
+	struct kml_nl_err err;
+	struct nlreq q;
+	__u64 mem;
+	__u32 txn;
+
+	host_rules(rules, 50, 0);
+	rules[29].proto = KML_FILTER_PROTO_ICMP;	/* ports without tcp/udp */
+	rules[29].dport_lo = rules[29].dport_hi = 22;
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 22"));
+	before = info_of(self->fd);
+	mem = nl_mem_bytes(self);
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 50, 0, &txn, &err));
+	for (int part = 0; part < 5; part++) {
+		int ret = nl_send_rules(&self->s, self->fam, txn, rules + 10 * part, 10, &q, &err);
+
+		if (part < 2) {
+			EXPECT_EQ(0, ret);
+		} else if (part == 2) {
+			EXPECT_EQ(-EINVAL, ret);
+			EXPECT_STREQ("ports need tcp or udp", err.msg);
+			EXPECT_EQ((__u32)q.at[KML_FILTER_RA_DPORT_LO], err.offs);
+		} else {
+			EXPECT_EQ(-ENOENT, ret);
+			EXPECT_STREQ("no such replace on this socket", err.msg);
+		}
+	}
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+				      &err));
+	EXPECT_EQ(before.generation, info_of(self->fd).generation);
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+	EXPECT_EQ(mem, nl_mem_bytes(self));
+}
+
+/*
+ * One replace at a time per namespace, owned by its socket: another
+ * socket is refused with EBUSY and cannot touch it; closing the owner
+ * ends it. A change since it began makes the commit EAGAIN; too few or
+ * too many rules, or too many announced, are refused; an abort is final.
+ */
+TEST_F(nl, replace_belongs_to_its_socket)
+{
+	struct kml_filter_rule rules[4];
+	struct kml_nl_sock other;
+	struct kml_nl_err err;
+	struct nlreq q;
+	__u32 txn, txn2;
+	__u64 mem = nl_mem_bytes(self);
+
+	host_rules(rules, 4, 0);
+	ASSERT_EQ(0, kml_nl_open(&other));
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 4, 0, &txn, &err));
+	EXPECT_EQ(-EBUSY, nl_begin_replace(&other, self->fam, 4, 0, &txn2, &err));
+	EXPECT_STREQ("another replace is in progress in this namespace", err.msg);
+	EXPECT_EQ(-EBUSY, nl_begin_replace(&self->s, self->fam, 4, 0, &txn2, &err));
+	EXPECT_EQ(-ENOENT, nl_send_rules(&other, self->fam, txn, rules, 4, &q, &err));
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_ABORT, txn, &err));
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+				      &err));
+	/* the owner closes: its replace is gone, another may begin */
+	kml_nl_close(&self->s);
+	ASSERT_EQ(0, kml_nl_open(&self->s));
+	EXPECT_EQ(mem, nl_mem_bytes(self));
+	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 4, 0, &txn2, &err)) TH_LOG("%s", err.msg);
+	EXPECT_NE(txn, txn2);
+	ASSERT_EQ(0, nl_send_rules(&other, self->fam, txn2, rules, 4, &q, &err));
+	/* a change under it */
+	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 5"));
+	EXPECT_EQ(-EAGAIN, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn2,
+				      &err));
+	EXPECT_NE(NULL, strstr(err.msg, "changed since REPLACE_BEGIN"));
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+	/* too few */
+	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 4, 0, &txn, &err));
+	ASSERT_EQ(0, nl_send_rules(&other, self->fam, txn, rules, 2, &q, &err));
+	EXPECT_EQ(-EINVAL, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+				      &err));
+	EXPECT_STREQ("fewer rules than REPLACE_BEGIN announced", err.msg);
+	/* too many */
+	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 2, 0, &txn, &err));
+	EXPECT_EQ(-E2BIG, nl_send_rules(&other, self->fam, txn, rules, 4, &q, &err));
+	EXPECT_STREQ("more rules than REPLACE_BEGIN announced", err.msg);
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_ABORT, txn, &err));
+	/* too many announced */
+	EXPECT_EQ(-ERANGE, nl_begin_replace(&other, self->fam, KML_FILTER_MAX_RULES + 1, 0, &txn,
+					    &err));
+	/* an abort is final */
+	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 0, KML_FILTER_DROP, &txn, &err));
+	EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_ABORT, txn, &err));
+	EXPECT_EQ(-ENOENT, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+				      &err));
+	EXPECT_EQ(1, info_of(self->fd).nrules);
+	EXPECT_EQ(KML_FILTER_ACCEPT, info_of(self->fd).policy);
+	EXPECT_EQ(kml_filter_set_bytes(1, self->ncpus), nl_mem_bytes(self));
+	/* an empty replace with a policy is a flush that sets it */
+	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 0, KML_FILTER_DROP, &txn, &err));
+	EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err));
+	EXPECT_EQ(0, info_of(self->fd).nrules);
+	EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
+	kml_nl_close(&other);
+}
+
+/*
+ * The room for a replace is asked for when it begins: ENOSPC then, not
+ * halfway through. Unloading the module with a replace open frees it.
+ */
+TEST_F(nl, replace_room_and_rmmod)
+{
+	struct kml_filter_rule rules[8];
+	struct kml_nl_err err;
+	struct nlreq q;
+	char saved[32];
+	__u32 txn;
+
+	host_rules(rules, 8, 0);
+	ASSERT_EQ(0, read_str(NET_MEM_MAX, saved, sizeof(saved)));
+	ASSERT_EQ(0, write_param(NET_MEM_MAX, "1"));
+	EXPECT_EQ(-ENOSPC, nl_begin_replace(&self->s, self->fam, 8, 0, &txn, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "net_mem_max"));
+	ASSERT_EQ(0, write_param(NET_MEM_MAX, saved));
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 8, 0, &txn, &err));
+	ASSERT_EQ(0, nl_send_rules(&self->s, self->fam, txn, rules, 4, &q, &err));
+	/* the open replace does not pin the module; unloading frees it */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kml_unload("kml_filter"));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	/* the old socket's replace did not survive; a new one works */
+	ASSERT_EQ(0, kml_nl_family_id(&self->s, KML_FILTER_GENL_NAME, &self->fam));
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 8, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, nl_send_rules(&self->s, self->fam, txn, rules, 8, &q, &err));
+	ASSERT_EQ(0, nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err));
+	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	EXPECT_EQ(8, info_of(self->fd).nrules);
 }
 
 FIXTURE(trace) {

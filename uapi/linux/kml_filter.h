@@ -263,6 +263,19 @@ struct kml_filter_list {
  * @KML_FILTER_CMD_GETRULE: dump: one message per rule, with
  *	%KML_FILTER_A_INDEX, _RULE, _PACKETS, _BYTES and _GENERATION. A dump
  *	that spans an update is marked NLM_F_DUMP_INTR: read it again.
+ * @KML_FILTER_CMD_REPLACE_BEGIN: begin replacing the whole set with
+ *	%KML_FILTER_A_NRULES rules (and %KML_FILTER_A_POLICY if given), sent
+ *	in parts; reply: %KML_FILTER_A_TXN. One replace per namespace at a
+ *	time (-EBUSY); the room for the new set is reserved now (-ENOSPC).
+ *	It belongs to the socket that began it and ends when that socket is
+ *	closed.
+ * @KML_FILTER_CMD_REPLACE_RULES: the next rules of replace
+ *	%KML_FILTER_A_TXN, in %KML_FILTER_A_RULES. A refused rule (or more
+ *	rules than announced) ends the replace: nothing of it is committed.
+ * @KML_FILTER_CMD_REPLACE_COMMIT: publish replace %KML_FILTER_A_TXN at
+ *	once, with new counters. -EAGAIN if the rules or policy changed since
+ *	it began, -EINVAL if rules are missing; the replace is over either way.
+ * @KML_FILTER_CMD_REPLACE_ABORT: drop replace %KML_FILTER_A_TXN
  * @__KML_FILTER_CMD_MAX: one past the last command
  */
 enum kml_filter_cmd {
@@ -273,6 +286,10 @@ enum kml_filter_cmd {
 	KML_FILTER_CMD_FLUSH,
 	KML_FILTER_CMD_SET_POLICY,
 	KML_FILTER_CMD_GETRULE,
+	KML_FILTER_CMD_REPLACE_BEGIN,
+	KML_FILTER_CMD_REPLACE_RULES,
+	KML_FILTER_CMD_REPLACE_COMMIT,
+	KML_FILTER_CMD_REPLACE_ABORT,
 	__KML_FILTER_CMD_MAX
 };
 
@@ -282,7 +299,8 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_PAD: alignment padding for the 64-bit attributes
  * @KML_FILTER_A_ABI_VERSION: u32, %KML_FILTER_ABI_VERSION (output)
  * @KML_FILTER_A_GENERATION: u64, +1 for every change (output)
- * @KML_FILTER_A_NRULES: u32, rules in the set (output)
+ * @KML_FILTER_A_NRULES: u32, rules in the set; with REPLACE_BEGIN, in the
+ *	new set, 0..%KML_FILTER_MAX_RULES
  * @KML_FILTER_A_MAX_RULES: u32, %KML_FILTER_MAX_RULES (output)
  * @KML_FILTER_A_POLICY: u8, %KML_FILTER_ACCEPT or %KML_FILTER_DROP
  * @KML_FILTER_A_POLICY_PACKETS: u64, packets the policy decided (output)
@@ -295,6 +313,9 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_INDEX: u32, a rule's index, from 0
  * @KML_FILTER_A_PACKETS: u64, packets a rule decided (output)
  * @KML_FILTER_A_BYTES: u64, their bytes (output)
+ * @KML_FILTER_A_TXN: u32, a replace in parts
+ * @KML_FILTER_A_RULES: nested: rules, each a nest of enum
+ *	kml_filter_rule_attr (of any type but 0: the client's numbering)
  * @__KML_FILTER_A_MAX: one past the last attribute
  */
 enum kml_filter_attr {
@@ -314,8 +335,11 @@ enum kml_filter_attr {
 	KML_FILTER_A_INDEX,
 	KML_FILTER_A_PACKETS,
 	KML_FILTER_A_BYTES,
+	KML_FILTER_A_TXN,
+	KML_FILTER_A_RULES,
 	__KML_FILTER_A_MAX
 };
+
 #define KML_FILTER_A_MAX	(__KML_FILTER_A_MAX - 1)
 
 /**
@@ -356,6 +380,7 @@ enum kml_filter_rule_attr {
 	KML_FILTER_RA_DPORT_HI,
 	__KML_FILTER_RA_MAX
 };
+
 #define KML_FILTER_RA_MAX	(__KML_FILTER_RA_MAX - 1)
 
 #endif /* _UAPI_LINUX_KML_FILTER_H */
