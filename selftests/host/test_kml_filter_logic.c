@@ -116,7 +116,7 @@ TEST(rule_check_rejects)
 	EXPECT_STREQ("ports need tcp or udp", why);
 	r = ok; r.pad[1] = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
-	r = ok; r.reserved[1] = 1;
+	r = ok; r.reserved = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
 	EXPECT_STREQ("padding not zero", why);
 }
