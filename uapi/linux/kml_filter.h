@@ -261,7 +261,7 @@ struct kml_filter_list {
  * value, is refused with -EINVAL and an extended ack that names it
  * (NLMSGERR_ATTR_MSG and NLMSGERR_ATTR_OFFS); a rule the module refuses
  * gets its reason and the attribute of the part that is wrong. The
- * ioctls above stay, for the labs and for 32-bit callers of ABI 2; both
+ * ioctls above stay, for the labs and for existing callers; both
  * interfaces act on the same rules.
  */
 #define KML_FILTER_GENL_NAME	"kml_filter"
