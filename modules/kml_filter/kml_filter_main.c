@@ -1351,6 +1351,7 @@ static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
 		if (fn->txn) {
 			kml_filter_set_free(fn->txn->set);
 			kfree(fn->txn);
+			fn->txn = NULL;
 		}
 		kml_filter_set_free(rcu_dereference_protected(fn->set, 1));
 	}
