@@ -127,7 +127,13 @@ rm -rf "$inst"
 # label), so they run in a single-threaded TCG guest, where the same tests
 # are clean.
 ptext=probe_text	# kml_probe_test's fixture of text-patching tests
-frace=filter.rmmod_under_traffic
+# kml_filter tests that unload it, or turn conntrack on (its hooks at
+# PRE_ROUTING and POST_ROUTING flip keys no other hook has flipped)
+frace=(filter.rmmod_under_traffic filter.ct_workstation_policy
+       filter.ct_only_while_a_rule_needs_it nl.rmmod_while_requests_arrive
+       nl.replace_room_and_rmmod nl.ct_rules_and_teardown)
+fexcl=$(printf -- '-T %s ' "${frace[@]#*.}")
+fonly=$(printf -- '-r %s ' "${frace[@]}")
 traced=(kml_stats_test kml_sensor_test kml_ring_test kml_filter_test kml_probe_test)
 run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	local name=$1 opt=$2 rc out=$repo/build/vm/stock-$series-$1
@@ -163,7 +169,7 @@ fi
 
 run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \
 	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
-	"kml_filter_test:-T ${frace#*.} -F trace" "kml_probe_test:-F $ptext -F trace"
-run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:-r $frace" \
+	"kml_filter_test:${fexcl}-F trace" "kml_probe_test:-F $ptext -F trace"
+run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:${fonly% }" \
 	"${traced[@]/%/:-f trace}"
 finish

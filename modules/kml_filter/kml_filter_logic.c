@@ -122,8 +122,11 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 		   r->proto != KML_FILTER_PROTO_UDP) {
 		bad = "ports need tcp or udp";
 		at = port;
-	} else if (r->pad[0] || r->pad[1] || r->reserved[0] ||
-		   r->reserved[1]) {
+	} else if (r->ct_state & ~KML_FILTER_CT_ALL) {
+		bad = "unknown connection state";
+		at = KML_FILTER_F_CT;
+	} else if (r->pad[0] || r->pad[1] || r->pad2[0] || r->pad2[1] ||
+		   r->pad2[2] || r->reserved) {
 		bad = "padding not zero";
 		at = KML_FILTER_F_PAD;
 	}
@@ -206,6 +209,9 @@ bool kml_filter_match(const struct kml_filter_rule *r,
 	if (r->src_len && !kml_filter_prefix_match(r->src, p->src, r->src_len))
 		return false;
 	if (r->dst_len && !kml_filter_prefix_match(r->dst, p->dst, r->dst_len))
+		return false;
+	/* p->ct is set only when some rule of the set has states */
+	if (r->ct_state && !(r->ct_state & p->ct))
 		return false;
 	return kml_filter_port_match(r->sport_lo, r->sport_hi, p->has_ports,
 				     p->sport) &&
@@ -393,6 +399,8 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 		if (!kml_filter_ports_any(r->sport_lo, r->sport_hi) ||
 		    !kml_filter_ports_any(r->dport_lo, r->dport_hi))
 			ix->ports = 1;
+		if (r->ct_state)
+			ix->ct = 1;
 		if (kind == KML_FK_LINEAR) {
 			head = &ix->linear;
 		} else {

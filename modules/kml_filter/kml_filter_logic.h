@@ -32,6 +32,8 @@
  *	they did; a malformed packet has only @family and @dir
  * @later_frag: a fragment other than the first: no ports, and @proto is
  *	the fragment header's (IPv6), 0 when that names an extension header
+ * @ct: its connection state, one %KML_FILTER_CT_* bit
+ *	(kml_filter_ct_bit()); 0 when no rule of the set looks at it
  */
 struct kml_filter_pkt {
 	__u8 family;
@@ -44,7 +46,33 @@ struct kml_filter_pkt {
 	__u8 dst[16];
 	__u8 malformed;
 	__u8 later_frag;
+	__u8 ct;
 };
+
+/*
+ * conntrack's enum ip_conntrack_info, whose values are ABI (the uapi
+ * nf_conntrack_common.h): a reply direction adds IP_CT_IS_REPLY.
+ */
+#define KML_FILTER_IP_CT_IS_REPLY	3
+#define KML_FILTER_IP_CT_UNTRACKED	7
+
+/**
+ * kml_filter_ct_bit() - a packet's connection state, as a rule's bit
+ * @tracked: conntrack attached a connection to it (nf_ct_get() not NULL)
+ * @ctinfo: the ip_conntrack_info nf_ct_get() gave
+ *
+ * What nftables' `ct state` sees: a tracked packet's state (a reply is
+ * the state of its connection), else untracked if conntrack was told not
+ * to track it, else invalid.
+ * Return: one %KML_FILTER_CT_* bit.
+ */
+static inline __u8 kml_filter_ct_bit(bool tracked, unsigned int ctinfo)
+{
+	if (tracked)
+		return 1u << (ctinfo % KML_FILTER_IP_CT_IS_REPLY + 1);
+	return ctinfo == KML_FILTER_IP_CT_UNTRACKED ? KML_FILTER_CT_UNTRACKED :
+						       KML_FILTER_CT_INVALID;
+}
 
 /**
  * enum kml_filter_bad - why a packet's IP headers did not parse
@@ -96,6 +124,8 @@ enum kml_filter_kind {
  *	lookup probes only for keys that can be there
  * @ports: some rule matches on a port: without one, a packet's ports need
  *	not be read
+ * @ct: some rule matches on connection state: the set needs conntrack,
+ *	and a packet's state must be looked up
  * @nlens: per [family 0=IPv4 1=IPv6][0=src 1=dst], prefix lengths in use
  * @lens: those lengths
  */
@@ -108,6 +138,7 @@ struct kml_filter_index {
 	__u32 linear;
 	__u8 kinds;
 	__u8 ports;
+	__u8 ct;
 	__u8 nlens[2][2];
 	__u8 lens[2][2][128];
 };
@@ -123,7 +154,8 @@ struct kml_filter_index {
  * @KML_FILTER_F_DST: .dst or .dst_len
  * @KML_FILTER_F_SPORT: .sport_lo or .sport_hi
  * @KML_FILTER_F_DPORT: .dport_lo or .dport_hi
- * @KML_FILTER_F_PAD: .pad or .reserved
+ * @KML_FILTER_F_CT: .ct_state
+ * @KML_FILTER_F_PAD: .pad, .pad2 or .reserved
  */
 enum kml_filter_field {
 	KML_FILTER_F_NONE,
@@ -135,6 +167,7 @@ enum kml_filter_field {
 	KML_FILTER_F_DST,
 	KML_FILTER_F_SPORT,
 	KML_FILTER_F_DPORT,
+	KML_FILTER_F_CT,
 	KML_FILTER_F_PAD,
 };
 

@@ -43,6 +43,7 @@
 #include <linux/fs.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/kmod.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -59,6 +60,9 @@
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#if IS_ENABLED(CONFIG_NF_CONNTRACK)
+#include <net/netfilter/nf_conntrack.h>
+#endif
 
 #include "../include/kml_ioctl.h"
 #include "../include/kml_stats.h"
@@ -108,6 +112,8 @@ struct kml_filter_txn {
 struct kml_filter_net {
 	struct kml_filter_set __rcu *set;
 	struct mutex lock;	/* serialises updates; protects the rest */
+	struct net *net;	/* whose this is (it lives as long) */
+	bool ct_held;		/* conntrack taken for the namespace */
 	u64 generation;
 	u64 building;		/* bytes of sets being built, not yet published */
 	struct kml_filter_txn *txn;	/* a replace in parts, or NULL */
@@ -170,6 +176,85 @@ static inline void kml_filter_count(unsigned int id, u64 n)
 }
 
 static unsigned int kml_filter_net_id __read_mostly;
+
+/* ---- connection state ---- */
+
+#if IS_ENABLED(CONFIG_NF_CONNTRACK)
+/*
+ * Conntrack is a module a distribution's kernel need not have loaded,
+ * and most rule sets never ask for it, so kml_filter does not depend on
+ * it: the first rule with connection states looks its two functions up
+ * (loading it if need be) and keeps them until kml_filter goes. Then,
+ * per namespace, nf_ct_netns_get() makes conntrack track that
+ * namespace's packets, for as long as its set has such a rule.
+ */
+static DEFINE_MUTEX(kml_filter_ct_mutex);
+static typeof(nf_ct_netns_get) *kml_ct_netns_get;
+static typeof(nf_ct_netns_put) *kml_ct_netns_put;
+
+static int kml_filter_ct_get(struct net *net)
+{
+	mutex_lock(&kml_filter_ct_mutex);
+	if (!kml_ct_netns_get) {
+		kml_ct_netns_get = symbol_get(nf_ct_netns_get);
+		if (!kml_ct_netns_get) {
+			request_module("nf_conntrack");
+			kml_ct_netns_get = symbol_get(nf_ct_netns_get);
+		}
+		if (kml_ct_netns_get)
+			kml_ct_netns_put = symbol_get(nf_ct_netns_put);
+		if (kml_ct_netns_get && !kml_ct_netns_put) {
+			symbol_put(nf_ct_netns_get);
+			kml_ct_netns_get = NULL;
+		}
+	}
+	mutex_unlock(&kml_filter_ct_mutex);
+	/* set once, never unset while kml_filter is loaded */
+	if (!kml_ct_netns_get)
+		return -EOPNOTSUPP;
+	return kml_ct_netns_get(net, NFPROTO_INET);
+}
+
+static void kml_filter_ct_put(struct net *net)
+{
+	kml_ct_netns_put(net, NFPROTO_INET);
+}
+
+static void kml_filter_ct_exit(void)
+{
+	if (kml_ct_netns_get) {
+		symbol_put(nf_ct_netns_get);
+		symbol_put(nf_ct_netns_put);
+	}
+}
+
+/* Conntrack ran before us (priority -200, ours 0) and left its verdict. */
+static u8 kml_filter_ct_state(const struct sk_buff *skb)
+{
+	enum ip_conntrack_info ctinfo;
+	const struct nf_conn *ct = nf_ct_get(skb, &ctinfo);
+
+	return kml_filter_ct_bit(ct, ctinfo);
+}
+#else
+static int kml_filter_ct_get(struct net *net)
+{
+	return -EOPNOTSUPP;
+}
+
+static void kml_filter_ct_put(struct net *net)
+{
+}
+
+static void kml_filter_ct_exit(void)
+{
+}
+
+static u8 kml_filter_ct_state(const struct sk_buff *skb)
+{
+	return KML_FILTER_CT_INVALID;
+}
+#endif
 
 static void kml_filter_set_free(struct kml_filter_set *set)
 {
@@ -408,6 +493,8 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 			return NF_DROP;
 		}
 	}
+	if (set->ix.ct)
+		pkt.ct = kml_filter_ct_state(skb);
 	/* IPv6 reassembles after LOCAL_IN: see kml_filter_logic.c */
 	if (unlikely(kml_filter_first_fragment_decides(&pkt))) {
 		kml_filter_count(ST_FRAGMENTS_PASSED, 1);
@@ -531,6 +618,33 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 static struct kml_filter_set *kml_filter_current(struct kml_filter_net *fn)
 {
 	return rcu_dereference_protected(fn->set, lockdep_is_held(&fn->lock));
+}
+
+/*
+ * Publish @set as kml_filter_commit() does, holding conntrack for the
+ * namespace exactly while its set has a rule with connection states:
+ * taken before such a set is published (if that fails, nothing
+ * changes), let go once the last set that needed it is gone.
+ */
+static int kml_filter_publish(struct kml_filter_net *fn,
+			      struct kml_filter_set *set,
+			      enum kml_filter_carry carry, u32 at)
+{
+	int ret;
+
+	lockdep_assert_held(&fn->lock);
+	if (set->ix.ct && !fn->ct_held) {
+		ret = kml_filter_ct_get(fn->net);
+		if (ret)
+			return ret;
+		fn->ct_held = true;
+	}
+	kml_filter_commit(fn, set, carry, at);
+	if (!set->ix.ct && fn->ct_held) {
+		kml_filter_ct_put(fn->net);
+		fn->ct_held = false;
+	}
+	return 0;
 }
 
 /*
@@ -669,10 +783,12 @@ static int kml_filter_replace(struct kml_filter_net *fn,
 		goto fail;
 	mutex_lock(&fn->lock);
 	kml_filter_set_build(set, r.policy ?: kml_filter_current(fn)->policy);
-	kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+	ret = kml_filter_publish(fn, set, KML_CARRY_NONE, 0);
 	kml_filter_unreserve(fn, r.count);
 	mutex_unlock(&fn->lock);
-	return 0;
+	if (ret)
+		kml_filter_set_free(set);
+	return ret;
 fail:
 	kml_filter_set_free(set);
 	mutex_lock(&fn->lock);
@@ -722,9 +838,11 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 		       (n - at - !!rule) * sizeof(*rule));
 	}
 	kml_filter_set_build(set, policy ?: old->policy);
-	kml_filter_commit(fn, set, carry, at);
+	ret = kml_filter_publish(fn, set, carry, at);
 	kml_filter_unreserve(fn, n);
-	return 0;
+	if (ret)
+		kml_filter_set_free(set);
+	return ret;
 }
 
 static int kml_filter_add(struct kml_filter_net *fn,
@@ -808,8 +926,9 @@ int kml_filter_flush(struct kml_filter_net *fn)
 	set = kml_filter_set_alloc(0);
 	mutex_lock(&fn->lock);
 	if (set) {
+		/* no rule, no conntrack: cannot fail */
 		kml_filter_set_build(set, kml_filter_current(fn)->policy);
-		kml_filter_commit(fn, set, KML_CARRY_NONE, 0);
+		kml_filter_publish(fn, set, KML_CARRY_NONE, 0);
 	}
 	kml_filter_unreserve(fn, 0);
 	mutex_unlock(&fn->lock);
@@ -1047,7 +1166,9 @@ int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
 	} else {
 		kml_filter_set_build(txn->set, txn->policy ?:
 				     kml_filter_current(fn)->policy);
-		kml_filter_commit(fn, txn->set, KML_CARRY_NONE, 0);
+		ret = kml_filter_publish(fn, txn->set, KML_CARRY_NONE, 0);
+	}
+	if (txn && !ret) {
 		/* published: only the reservation and the txn go */
 		kml_filter_unreserve(fn, txn->set->nrules);
 		fn->txn = NULL;
@@ -1169,6 +1290,7 @@ static int __net_init kml_filter_net_init(struct net *net)
 	int ret;
 
 	mutex_init(&fn->lock);
+	fn->net = net;
 	set = kml_filter_set_alloc(0);
 	if (!set)
 		return -ENOMEM;
@@ -1187,6 +1309,22 @@ static int __net_init kml_filter_net_init(struct net *net)
 	}
 	/* LAB filter 1 end: ret = 0; */
 	return ret;
+}
+
+/*
+ * Conntrack goes back before any exit method runs: if nf_conntrack was
+ * loaded after kml_filter, its own exit for @net runs before ours.
+ */
+static void __net_exit kml_filter_net_pre_exit(struct net *net)
+{
+	struct kml_filter_net *fn = kml_filter_pernet(net);
+
+	mutex_lock(&fn->lock);
+	if (fn->ct_held) {
+		kml_filter_ct_put(net);
+		fn->ct_held = false;
+	}
+	mutex_unlock(&fn->lock);
 }
 
 static void __net_exit kml_filter_net_exit(struct net *net)
@@ -1213,6 +1351,7 @@ static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
 		if (fn->txn) {
 			kml_filter_set_free(fn->txn->set);
 			kfree(fn->txn);
+			fn->txn = NULL;
 		}
 		kml_filter_set_free(rcu_dereference_protected(fn->set, 1));
 	}
@@ -1220,6 +1359,7 @@ static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
 
 static struct pernet_operations kml_filter_net_ops = {
 	.init		= kml_filter_net_init,
+	.pre_exit	= kml_filter_net_pre_exit,
 	.exit		= kml_filter_net_exit,
 	.exit_batch	= kml_filter_net_exit_batch,
 	.id		= &kml_filter_net_id,
@@ -1270,6 +1410,7 @@ static void __exit kml_filter_exit(void)
 	kml_filter_nl_exit();
 	/* Removes the hooks from every namespace, waits, frees the sets. */
 	unregister_pernet_subsys(&kml_filter_net_ops);
+	kml_filter_ct_exit();
 	kml_stats_unregister(kml_filter_stats);
 }
 

@@ -42,6 +42,7 @@ static const struct nla_policy kml_filter_rule_policy[KML_FILTER_RA_MAX + 1] = {
 	[KML_FILTER_RA_SPORT_HI] = { .type = NLA_U16 },
 	[KML_FILTER_RA_DPORT_LO] = { .type = NLA_U16 },
 	[KML_FILTER_RA_DPORT_HI] = { .type = NLA_U16 },
+	[KML_FILTER_RA_CT_STATE] = NLA_POLICY_MASK(NLA_U8, KML_FILTER_CT_ALL),
 };
 
 /* One policy per command: whatever a command does not take is refused. */
@@ -153,6 +154,7 @@ static const u8 kml_filter_nl_field_attr[][2] = {
 	[KML_FILTER_F_DST]	= { KML_FILTER_RA_DST, KML_FILTER_RA_DST_LEN },
 	[KML_FILTER_F_SPORT]	= { KML_FILTER_RA_SPORT_LO, KML_FILTER_RA_SPORT_HI },
 	[KML_FILTER_F_DPORT]	= { KML_FILTER_RA_DPORT_LO, KML_FILTER_RA_DPORT_HI },
+	[KML_FILTER_F_CT]	= { KML_FILTER_RA_CT_STATE },
 	[KML_FILTER_F_PAD]	= { },
 };
 
@@ -218,6 +220,8 @@ static int kml_filter_nl_rule(const struct nlattr *nest,
 	r->sport_hi = kml_filter_nl_u16(tb[KML_FILTER_RA_SPORT_HI], 65535);
 	r->dport_lo = kml_filter_nl_u16(tb[KML_FILTER_RA_DPORT_LO], 0);
 	r->dport_hi = kml_filter_nl_u16(tb[KML_FILTER_RA_DPORT_HI], 65535);
+	if (tb[KML_FILTER_RA_CT_STATE])
+		r->ct_state = nla_get_u8(tb[KML_FILTER_RA_CT_STATE]);
 	ret = kml_filter_rule_why(r, &why, &field);
 	if (ret)
 		kml_filter_nl_refuse(extack, kml_filter_nl_blame(tb, nest, field),
@@ -247,7 +251,9 @@ static int kml_filter_nl_put_rule(struct sk_buff *skb,
 	    nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo) ||
 	    nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi) ||
 	    nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo) ||
-	    nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi)) {
+	    nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi) ||
+	    (r->ct_state &&
+	     nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state))) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -299,6 +305,9 @@ static int kml_filter_nl_done(int ret, struct genl_info *info)
 	if (ret == -ENOSPC)
 		GENL_SET_ERR_MSG(info,
 				 "no room: the set would pass net_mem_max or the rule limit");
+	else if (ret == -EOPNOTSUPP)
+		GENL_SET_ERR_MSG(info,
+				 "connection states need conntrack, which this kernel does not have");
 	return ret;
 }
 

@@ -23,7 +23,9 @@ KML_FILTER_AT(kml_filter_rule, src, 8);
 KML_FILTER_AT(kml_filter_rule, dst, 24);
 KML_FILTER_AT(kml_filter_rule, sport_lo, 40);
 KML_FILTER_AT(kml_filter_rule, dport_hi, 46);
-KML_FILTER_AT(kml_filter_rule, reserved, 48);
+KML_FILTER_AT(kml_filter_rule, ct_state, 48);
+KML_FILTER_AT(kml_filter_rule, pad2, 49);
+KML_FILTER_AT(kml_filter_rule, reserved, 52);
 
 KML_FILTER_SIZE(kml_filter_entry, 72);
 KML_FILTER_AT(kml_filter_entry, packets, 56);

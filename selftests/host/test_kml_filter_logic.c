@@ -54,7 +54,7 @@ static __u32 linear(const struct kml_filter_rule *r, __u32 n,
 /* kml_filter_abi_check.h checks offsets at compile time, for -m32 too */
 TEST(abi_layout)
 {
-	ASSERT_EQ(2, KML_FILTER_ABI_VERSION);
+	ASSERT_EQ(3, KML_FILTER_ABI_VERSION);
 	ASSERT_EQ(56, sizeof(struct kml_filter_rule));
 	ASSERT_EQ(72, sizeof(struct kml_filter_entry));
 	ASSERT_EQ(48, sizeof(struct kml_filter_info));
@@ -116,9 +116,111 @@ TEST(rule_check_rejects)
 	EXPECT_STREQ("ports need tcp or udp", why);
 	r = ok; r.pad[1] = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
-	r = ok; r.reserved[1] = 1;
+	r = ok; r.reserved = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
 	EXPECT_STREQ("padding not zero", why);
+}
+
+/* Each reason blames the field the rule got wrong, so netlink can point at it. */
+TEST(rule_why_blames_the_field)
+{
+	struct kml_filter_rule ok, r;
+	unsigned int field = 99;
+	const char *why;
+	char err[256];
+
+	ASSERT_EQ(0, parse("accept ipv4 tcp src 10.0.0.0/8 dst 10.1.0.0/16 dport 80", &ok, err))
+		TH_LOG("%s", err);
+	ASSERT_EQ(0, kml_filter_rule_why(&ok, &why, &field));
+	EXPECT_EQ(KML_FILTER_F_NONE, field);
+#define BLAME(change, want_why, want_field) do {			\
+		r = ok;							\
+		change;							\
+		field = 99;						\
+		EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));	\
+		EXPECT_STREQ(want_why, why);				\
+		EXPECT_EQ(want_field, field) TH_LOG("%s", want_why);	\
+	} while (0)
+	BLAME(r.family = 5, "unknown family", KML_FILTER_F_FAMILY);
+	BLAME(r.proto = 2, "unknown protocol", KML_FILTER_F_PROTO);
+	BLAME((r.proto = KML_FILTER_PROTO_ICMPV6, r.dport_lo = 0, r.dport_hi = 0xffff),
+	      "protocol of the other family", KML_FILTER_F_PROTO);
+	BLAME(r.dir = 0, "bad direction", KML_FILTER_F_DIR);
+	BLAME(r.action = 3, "bad action", KML_FILTER_F_ACTION);
+	BLAME(r.family = 0, "address without a family", KML_FILTER_F_SRC);
+	BLAME((r.family = 0, r.src_len = 0, memset(r.src, 0, 16)),
+	      "address without a family", KML_FILTER_F_DST);
+	BLAME(r.dst_len = 40, "bad prefix length", KML_FILTER_F_DST);
+	BLAME(r.src_len = 40, "bad prefix length", KML_FILTER_F_SRC);
+	BLAME(r.dst[3] = 1, "address has bits set past its prefix length", KML_FILTER_F_DST);
+	BLAME(r.src[3] = 1, "address has bits set past its prefix length", KML_FILTER_F_SRC);
+	BLAME((r.sport_lo = 9, r.sport_hi = 8), "reversed port range", KML_FILTER_F_SPORT);
+	BLAME((r.dport_lo = 9, r.dport_hi = 8), "reversed port range", KML_FILTER_F_DPORT);
+	BLAME(r.proto = 0, "ports need tcp or udp", KML_FILTER_F_DPORT);
+	BLAME((r.proto = 0, r.dport_lo = 0, r.dport_hi = 0xffff, r.sport_lo = 5),
+	      "ports need tcp or udp", KML_FILTER_F_SPORT);
+	BLAME(r.ct_state = 0x10, "unknown connection state", KML_FILTER_F_CT);
+	BLAME(r.ct_state = 0x80, "unknown connection state", KML_FILTER_F_CT);
+	BLAME(r.pad2[2] = 1, "padding not zero", KML_FILTER_F_PAD);
+#undef BLAME
+	/* every state bit alone, and all of them, are good */
+	for (unsigned int b = 0; b < 8; b++) {
+		r = ok;
+		r.ct_state = 1u << b;
+		EXPECT_EQ(!(r.ct_state & KML_FILTER_CT_ALL) ? -EINVAL : 0,
+			  kml_filter_rule_why(&r, &why, &field)) TH_LOG("bit %u", b);
+	}
+	r = ok;
+	r.ct_state = KML_FILTER_CT_ALL;
+	EXPECT_EQ(0, kml_filter_rule_why(&r, &why, &field));
+}
+
+/* conntrack's view of a packet as nftables' `ct state` bits */
+TEST(ct_bit_is_nftables_ct_state)
+{
+	/* IP_CT_ESTABLISHED, _RELATED, _NEW, then the replies (+3) */
+	EXPECT_EQ(KML_FILTER_CT_ESTABLISHED, kml_filter_ct_bit(true, 0));
+	EXPECT_EQ(KML_FILTER_CT_RELATED, kml_filter_ct_bit(true, 1));
+	EXPECT_EQ(KML_FILTER_CT_NEW, kml_filter_ct_bit(true, 2));
+	EXPECT_EQ(KML_FILTER_CT_ESTABLISHED, kml_filter_ct_bit(true, 3));
+	EXPECT_EQ(KML_FILTER_CT_RELATED, kml_filter_ct_bit(true, 4));
+	/* no connection: untracked on purpose (IP_CT_UNTRACKED), else invalid */
+	EXPECT_EQ(KML_FILTER_CT_UNTRACKED, kml_filter_ct_bit(false, 7));
+	EXPECT_EQ(KML_FILTER_CT_INVALID, kml_filter_ct_bit(false, 0));
+	EXPECT_EQ(KML_FILTER_CT_INVALID, kml_filter_ct_bit(false, 2));
+}
+
+/* A rule with states matches a packet in one of them, and no other. */
+TEST(ct_state_match)
+{
+	struct kml_filter_pkt p = pkt4("10.1.2.3", "192.168.0.1", 6, 4000, 22,
+				       KML_FILTER_DIR_IN);
+	struct kml_filter_rule r;
+	struct kml_filter_index ix;
+	void *mem = malloc(kml_filter_index_mem(1));
+	char err[256];
+
+	ASSERT_EQ(0, parse("accept in tcp dport 22", &r, err)) TH_LOG("%s", err);
+	p.ct = KML_FILTER_CT_NEW;
+	EXPECT_TRUE(kml_filter_match(&r, &p));
+	r.ct_state = KML_FILTER_CT_ESTABLISHED | KML_FILTER_CT_RELATED;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.ct = KML_FILTER_CT_RELATED;
+	EXPECT_TRUE(kml_filter_match(&r, &p));
+	p.ct = 0;	/* not looked up: a state rule never matches */
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	/* the index says a state must be looked up, and finds the rule */
+	ASSERT_NE(NULL, mem);
+	kml_filter_index_build(&ix, &r, 1, mem);
+	EXPECT_EQ(1, ix.ct);
+	p.ct = KML_FILTER_CT_ESTABLISHED;
+	EXPECT_EQ(0, kml_filter_lookup(&ix, &p));
+	p.ct = KML_FILTER_CT_NEW;
+	EXPECT_EQ(KML_FILTER_NOMATCH, kml_filter_lookup(&ix, &p));
+	r.ct_state = 0;
+	kml_filter_index_build(&ix, &r, 1, mem);
+	EXPECT_EQ(0, ix.ct);
+	free(mem);
 }
 
 TEST(match_fields)

@@ -35,7 +35,7 @@
 #include <linux/types.h>
 
 #define KML_FILTER_DEVICE	"/dev/kml_filter"
-#define KML_FILTER_ABI_VERSION	2
+#define KML_FILTER_ABI_VERSION	3
 #define KML_FILTER_MAX_RULES	65536
 
 /* struct kml_filter_rule.family: 0 matches both */
@@ -54,6 +54,18 @@
 #define KML_FILTER_DIR_IN	0x1	/* NF_INET_LOCAL_IN: to this host */
 #define KML_FILTER_DIR_OUT	0x2	/* NF_INET_LOCAL_OUT: from this host */
 #define KML_FILTER_DIR_BOTH	(KML_FILTER_DIR_IN | KML_FILTER_DIR_OUT)
+
+/*
+ * struct kml_filter_rule.ct_state: a mask of connection states (ABI 3),
+ * as conntrack sees the packet; 0 matches any packet, tracked or not.
+ * The values are nftables' `ct state` bits.
+ */
+#define KML_FILTER_CT_INVALID		0x01	/* conntrack could not track it */
+#define KML_FILTER_CT_ESTABLISHED	0x02	/* of a connection seen both ways */
+#define KML_FILTER_CT_RELATED		0x04	/* related to one (ICMP errors) */
+#define KML_FILTER_CT_NEW		0x08	/* starts a connection */
+#define KML_FILTER_CT_UNTRACKED		0x40	/* exempted from tracking */
+#define KML_FILTER_CT_ALL		0x4f
 
 /* verdicts: rule actions and namespace policies */
 #define KML_FILTER_ACCEPT	1
@@ -78,6 +90,12 @@
  *	narrower range needs @proto TCP or UDP
  * @dport_lo: lowest destination port matched
  * @dport_hi: highest destination port matched, as @sport_hi
+ * @ct_state: 0, or the connection states matched (%KML_FILTER_CT_*, at
+ *	least one): a rule with states makes the module take the kernel's
+ *	connection tracking for the namespace, for as long as such a rule
+ *	is in its set (-EOPNOTSUPP if the kernel has none). Since ABI 3;
+ *	older callers' zero means any packet, as it did.
+ * @pad2: zero
  * @reserved: zero
  *
  * Port ranges are inclusive and must not be reversed. A rule with a port
@@ -98,7 +116,9 @@ struct kml_filter_rule {
 	__u16 sport_hi;
 	__u16 dport_lo;
 	__u16 dport_hi;
-	__u32 reserved[2];
+	__u8 ct_state;
+	__u8 pad2[3];
+	__u32 reserved;
 };
 
 /**
@@ -241,7 +261,7 @@ struct kml_filter_list {
  * value, is refused with -EINVAL and an extended ack that names it
  * (NLMSGERR_ATTR_MSG and NLMSGERR_ATTR_OFFS); a rule the module refuses
  * gets its reason and the attribute of the part that is wrong. The
- * ioctls above stay, for the labs and for 32-bit callers of ABI 2; both
+ * ioctls above stay, for the labs and for existing callers; both
  * interfaces act on the same rules.
  */
 #define KML_FILTER_GENL_NAME	"kml_filter"
@@ -359,6 +379,7 @@ enum kml_filter_attr {
  * @KML_FILTER_RA_SPORT_HI: u16, highest source port; absent: 65535
  * @KML_FILTER_RA_DPORT_LO: u16, lowest destination port; absent: 0
  * @KML_FILTER_RA_DPORT_HI: u16, highest destination port; absent: 65535
+ * @KML_FILTER_RA_CT_STATE: u8, %KML_FILTER_CT_* bits; absent: any
  * @__KML_FILTER_RA_MAX: one past the last attribute
  *
  * A dump gives every attribute of a rule but the addresses of a rule
@@ -378,6 +399,7 @@ enum kml_filter_rule_attr {
 	KML_FILTER_RA_SPORT_HI,
 	KML_FILTER_RA_DPORT_LO,
 	KML_FILTER_RA_DPORT_HI,
+	KML_FILTER_RA_CT_STATE,
 	__KML_FILTER_RA_MAX
 };
 
