@@ -91,6 +91,8 @@ int kml_filter_genl_put_rule(struct kml_nl_msg *m, uint16_t type,
 		put_u16(m, offs, KML_FILTER_RA_DPORT_LO, r->dport_lo);
 	if (r->dport_hi != 0xffff)
 		put_u16(m, offs, KML_FILTER_RA_DPORT_HI, r->dport_hi);
+	if (r->ct_state)
+		put_u8(m, offs, KML_FILTER_RA_CT_STATE, r->ct_state);
 	nest = kml_nl_nest_end(m, nest);
 	if (offs && nest >= 0)
 		offs->end = (int)m->len;
@@ -163,7 +165,8 @@ int kml_filter_genl_get_rule(const struct kml_nl_attr *nest, struct kml_filter_r
 	    get_u16(&tb[KML_FILTER_RA_SPORT_LO], &r->sport_lo) ||
 	    get_u16(&tb[KML_FILTER_RA_SPORT_HI], &r->sport_hi) ||
 	    get_u16(&tb[KML_FILTER_RA_DPORT_LO], &r->dport_lo) ||
-	    get_u16(&tb[KML_FILTER_RA_DPORT_HI], &r->dport_hi))
+	    get_u16(&tb[KML_FILTER_RA_DPORT_HI], &r->dport_hi) ||
+	    get_u8(&tb[KML_FILTER_RA_CT_STATE], &r->ct_state))
 		return -EINVAL;
 	if (get_prefix(&tb[KML_FILTER_RA_SRC], &tb[KML_FILTER_RA_SRC_LEN], r->family,
 		       r->src, &r->src_len) ||
@@ -340,6 +343,7 @@ static int word_of(const struct kml_filter_words *w, int type)
 	case KML_FILTER_RA_DPORT_HI:
 		return w->dport;
 	default:
+		/* the connection state has no word in the rule language yet */
 		return -1;
 	}
 }

@@ -165,6 +165,8 @@ TEST(random_rules_round_trip)
 		r.sport_hi = (__u16)(next(&seed) % 3 ? 0xffff : next(&seed));
 		r.dport_lo = (__u16)(next(&seed) % 3 ? 0 : next(&seed));
 		r.dport_hi = (__u16)(next(&seed) % 3 ? 0xffff : next(&seed));
+		/* ABI 3's connection states: none, good masks and bad ones */
+		r.ct_state = (__u8)(next(&seed) % 2 ? 0 : next(&seed));
 		if (!kml_filter_rule_check(&r, &why))
 			valid++;
 		round_trip(_metadata, &r, &back);
@@ -266,6 +268,12 @@ TEST(decoder_checks_shapes)
 	/* an attribute cut short inside the nest */
 	n = attr(a, KML_FILTER_RA_DPORT_LO, &u16, 2);
 	a[0] = 200;
+	ASSERT_EQ(-EINVAL, decode_raw(a, n, &r));
+	/* a connection state (ABI 3), and one of two bytes */
+	n = attr(a, KML_FILTER_RA_CT_STATE, &six, 1);
+	ASSERT_EQ(0, decode_raw(a, n, &r));
+	ASSERT_EQ(6, r.ct_state);
+	n = attr(a, KML_FILTER_RA_CT_STATE, &u16, 2);
 	ASSERT_EQ(-EINVAL, decode_raw(a, n, &r));
 	/* a newer kernel's attribute is skipped */
 	n = attr(a, KML_FILTER_RA_MAX + 1, &u16, 2);
@@ -393,6 +401,20 @@ TEST(offset_to_word)
 	/* no action word, no action attribute */
 	prepare(_metadata, "in tcp", buf, words, &w, &o);
 	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_ACTION]);
+	/* a connection state is sent, but no word of the language gives one yet */
+	{
+		_Alignas(8) uint8_t msg[512];
+		struct kml_filter_rule r;
+		char err[256];
+		int n = words_of("drop in tcp", buf, 256, words, 32);
+
+		ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
+		r.ct_state = KML_FILTER_CT_NEW;
+		ASSERT_LT(0, encode(msg, sizeof(msg), &r, &o));
+		EXPECT_LE(0, o.ra[KML_FILTER_RA_CT_STATE]);
+		EXPECT_EQ(-1, kml_filter_genl_offs_word(&o, &w,
+							(uint32_t)o.ra[KML_FILTER_RA_CT_STATE]));
+	}
 }
 
 TEST(pointing_at_a_word)
