@@ -14,8 +14,9 @@
  * matches a packet and its direction decides (accept or drop); a packet
  * no rule matches gets the namespace's policy for its hook: one policy
  * for in and out, another for forwarded packets, so that a host's
- * "policy drop" does not start dropping what it routes. Every change replaces the whole rule set at once, so a packet is
- * filtered by the complete old set or the complete new one, never a mix.
+ * "policy drop" does not start dropping what it routes. Every change
+ * replaces the whole rule set at once, so a packet is filtered by the
+ * complete old set or the complete new one, never a mix.
  *
  * Addresses are in network byte order, ports in host byte order. Every
  * struct is made of fixed-width fields with explicit padding, the same
