@@ -1120,7 +1120,7 @@ TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 		switch (k) {
 		case 0: bad.family = 5; break;
 		case 1: bad.proto = 47; break;
-		case 2: bad.dir = 4; break;
+		case 2: bad.dir = 8; break;
 		case 3: bad.action = 3; break;
 		case 4: bad = good[1]; bad.src_len = 33; break;
 		case 5: bad.dport_lo = 23; bad.dport_hi = 22; break;
@@ -4098,7 +4098,7 @@ static int verdict_parse(const char *line, struct verdict_ev *e)
 		   e->dir, &e->family, &e->proto, src, dst, &e->len, &e->rule,
 		   e->verdict, &end) != 8 || buf[end])
 		return -EINVAL;
-	if (strcmp(e->dir, "in") && strcmp(e->dir, "out"))
+	if (strcmp(e->dir, "in") && strcmp(e->dir, "out") && strcmp(e->dir, "fwd"))
 		return -EINVAL;
 	if (strcmp(e->verdict, "accept") && strcmp(e->verdict, "drop"))
 		return -EINVAL;
