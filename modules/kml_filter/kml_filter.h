@@ -18,14 +18,20 @@ struct kml_filter_net *kml_filter_pernet(const struct net *net);
 
 /**
  * struct kml_filter_state - a namespace's filter at one moment
- * @info: what KML_FILTER_IOC_GET_INFO reports
+ * @info: what KML_FILTER_IOC_GET_INFO reports (its policy is the in/out one)
  * @mem_bytes: bytes its sets take, the current one and any being built
  * @mem_limit: what they may take (net_mem_max)
+ * @policy_fwd: the forward hook's policy
+ * @policy_fwd_packets: forwarded packets it decided
+ * @policy_fwd_bytes: their bytes
  */
 struct kml_filter_state {
 	struct kml_filter_info info;
 	u64 mem_bytes;
 	u64 mem_limit;
+	u32 policy_fwd;
+	u64 policy_fwd_packets;
+	u64 policy_fwd_bytes;
 };
 
 void kml_filter_get_state(struct kml_filter_net *fn,
@@ -35,7 +41,8 @@ int kml_filter_insert(struct kml_filter_net *fn,
 int kml_filter_delete(struct kml_filter_net *fn,
 		      const struct kml_filter_rule *match, u32 index);
 int kml_filter_flush(struct kml_filter_net *fn);
-int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy);
+int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy,
+			  u32 policy_fwd);
 void kml_filter_rejected(void);
 
 /*

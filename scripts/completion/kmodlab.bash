@@ -281,8 +281,8 @@ _kml_ring_complete()
 }
 
 # The words of a rule (userspace/kml_filter_parse.h) not given yet: one of
-# each group, each of src dst sport dport once, none after a word that
-# takes a value.
+# each group, each direction (they add up) and each of src dst sport dport
+# once, none after a word that takes a value.
 _kml_filter_rule()
 {
 	local words='' group g
@@ -290,7 +290,7 @@ _kml_filter_rule()
 	case $prev in
 	src | dst | sport | dport) return ;;
 	esac
-	for group in 'accept drop' 'in out' 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
+	for group in 'accept drop' in out fwd 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
 		src dst sport dport; do
 		read -ra g <<< "$group"
 		_kml_used "$1" "${g[@]}" || words+=" $group"
@@ -319,7 +319,13 @@ _kml_filter_complete()
 		fi
 		;;
 	del) _kml_filter_rule "$cmd_i" ;;
-	policy) ((n == 1)) && _kml_reply 'accept drop' ;;
+	policy)
+		if ((n == 1)); then
+			_kml_reply 'accept drop fwd'
+		elif ((n == 2)) && [[ $prev == fwd ]]; then
+			_kml_reply 'accept drop'
+		fi
+		;;
 	load)
 		if ((n == 1)); then
 			_kml_files

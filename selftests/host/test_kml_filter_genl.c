@@ -292,7 +292,7 @@ TEST(no_check_parses_what_the_kernel_judges)
 	};
 	static const char *const syntax[] = {
 		"drop sctp", "drop dport", "drop dport 70000", "drop src 10.0.0.0/33",
-		"drop ipv4 src fd99::1", "drop in out", "drop dport 1 dport 2",
+		"drop ipv4 src fd99::1", "drop in in", "drop dport 1 dport 2",
 	};
 	struct kml_filter_rule r;
 	struct kml_filter_words w;
