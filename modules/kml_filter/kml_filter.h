@@ -58,7 +58,7 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 		    void *arg, u32 *nrules, u64 *generation);
 
 int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 *id);
+			   u32 policy, u32 policy_fwd, u32 *id);
 int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
 			   const struct kml_filter_rule *rules, u32 n);
 int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id);

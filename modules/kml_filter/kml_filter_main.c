@@ -111,6 +111,7 @@ struct kml_filter_txn {
 	u32 id;
 	u32 owner;		/* netlink portid of the socket that began it */
 	u32 policy;		/* 0: keep the current one */
+	u32 policy_fwd;		/* the forward hook's; 0: keep it */
 	u32 have;		/* rules received so far, of set->nrules */
 	u64 generation;		/* the namespace's when it began */
 	struct kml_filter_set *set;
@@ -1141,13 +1142,14 @@ static void kml_filter_txn_end(struct kml_filter_net *fn)
  * out of it is said before any rule is sent (-ENOSPC).
  */
 int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 *id)
+			   u32 policy, u32 policy_fwd, u32 *id)
 {
 	struct kml_filter_txn *txn;
 	int ret;
 
 	if (nrules > KML_FILTER_MAX_RULES ||
-	    (policy && !kml_filter_policy_ok(policy)))
+	    (policy && !kml_filter_policy_ok(policy)) ||
+	    (policy_fwd && !kml_filter_policy_ok(policy_fwd)))
 		return -EINVAL;
 	txn = kzalloc(sizeof(*txn), GFP_KERNEL_ACCOUNT);
 	if (!txn)
@@ -1169,6 +1171,7 @@ int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
 	txn->id = ++fn->txn_seq ?: ++fn->txn_seq;
 	txn->owner = owner;
 	txn->policy = policy;
+	txn->policy_fwd = policy_fwd;
 	txn->generation = fn->generation;
 	fn->txn = txn;
 	*id = txn->id;
@@ -1235,6 +1238,7 @@ int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
 	} else {
 		kml_filter_set_build(txn->set, txn->policy ?:
 				     kml_filter_current(fn)->policy,
+				     txn->policy_fwd ?:
 				     kml_filter_current(fn)->policy_fwd);
 		ret = kml_filter_publish(fn, txn->set, KML_CARRY_NONE, 0);
 	}

@@ -76,6 +76,8 @@ static struct netlink_range_validation kml_filter_nrules_range = {
 };
 
 static const struct nla_policy kml_filter_begin_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_POLICY_FWD] = NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						     KML_FILTER_DROP),
 	[KML_FILTER_A_NRULES]	= NLA_POLICY_FULL_RANGE(NLA_U32,
 							&kml_filter_nrules_range),
 	[KML_FILTER_A_POLICY]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
@@ -459,6 +461,7 @@ static int kml_filter_nl_getrule(struct sk_buff *skb,
 static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 {
 	const struct nlattr *policy = info->attrs[KML_FILTER_A_POLICY];
+	const struct nlattr *fwd = info->attrs[KML_FILTER_A_POLICY_FWD];
 	struct kml_filter_net *fn = kml_filter_nl_net(info);
 	struct sk_buff *msg;
 	void *hdr;
@@ -474,7 +477,8 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 	ret = kml_filter_stage_begin(fn, info->snd_portid,
 				     nla_get_u32(info->attrs[KML_FILTER_A_NRULES]),
-				     policy ? nla_get_u8(policy) : 0, &id);
+				     policy ? nla_get_u8(policy) : 0,
+				     fwd ? nla_get_u8(fwd) : 0, &id);
 	if (ret == -EBUSY)
 		GENL_SET_ERR_MSG(info, "another replace is in progress in this namespace");
 	if (ret) {

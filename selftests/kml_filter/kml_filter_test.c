@@ -4191,6 +4191,22 @@ TEST_F(nl, replace_belongs_to_its_socket)
 	EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err));
 	EXPECT_EQ(0, info_of(self->fd).nrules);
 	EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
+	/* ... and the forward hook's policy, alone */
+	{
+		struct nlinfo r;
+		__u8 v = 0;
+
+		nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
+		kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 0);
+		kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY_FWD, KML_FILTER_DROP);
+		ASSERT_EQ(0, kml_nl_request(&other, &q.m, txn_cb, &txn, &err));
+		EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+					&err));
+		ASSERT_EQ(0, nl_info(self, &r, &err));
+		EXPECT_EQ(0, kml_nl_get_u8(&r.tb[KML_FILTER_A_POLICY_FWD], &v));
+		EXPECT_EQ(KML_FILTER_DROP, v);
+		EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
+	}
 	kml_nl_close(&other);
 }
 

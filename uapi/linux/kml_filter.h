@@ -307,7 +307,8 @@ struct kml_filter_list {
  *	%KML_FILTER_A_INDEX, _RULE, _PACKETS, _BYTES and _GENERATION. A dump
  *	that spans an update is marked NLM_F_DUMP_INTR: read it again.
  * @KML_FILTER_CMD_REPLACE_BEGIN: begin replacing the whole set with
- *	%KML_FILTER_A_NRULES rules (and %KML_FILTER_A_POLICY if given), sent
+ *	%KML_FILTER_A_NRULES rules (and %KML_FILTER_A_POLICY and
+ *	%KML_FILTER_A_POLICY_FWD if given), sent
  *	in parts; reply: %KML_FILTER_A_TXN. One replace per namespace at a
  *	time (-EBUSY); the room for the new set is reserved now (-ENOSPC).
  *	It belongs to the socket that began it and ends when that socket is
