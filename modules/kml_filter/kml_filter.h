@@ -12,6 +12,7 @@
 #include "../../uapi/linux/kml_filter.h"
 
 struct net;
+struct sock;
 struct kml_filter_net;
 
 struct kml_filter_net *kml_filter_pernet(const struct net *net);
@@ -57,12 +58,13 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 				const struct kml_filter_entry *e, u64 generation),
 		    void *arg, u32 *nrules, u64 *generation);
 
-int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 policy_fwd, u32 *id);
-int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
+int kml_filter_stage_begin(struct kml_filter_net *fn, struct sock *sk,
+			   u32 nrules, u32 policy, u32 policy_fwd, u32 *id);
+int kml_filter_stage_rules(struct kml_filter_net *fn, struct sock *sk, u32 id,
 			   const struct kml_filter_rule *rules, u32 n);
-int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id);
-int kml_filter_stage_abort(struct kml_filter_net *fn, u32 owner, u32 id);
+int kml_filter_stage_commit(struct kml_filter_net *fn, struct sock *sk, u32 id);
+int kml_filter_stage_abort(struct kml_filter_net *fn, struct sock *sk, u32 id);
+void kml_filter_stage_release(struct kml_filter_net *fn);
 
 int kml_filter_nl_init(void);
 void kml_filter_nl_exit(void);

@@ -64,6 +64,7 @@
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/sock.h>
 #if IS_ENABLED(CONFIG_NF_CONNTRACK)
 #include <net/netfilter/nf_conntrack.h>
 #endif
@@ -109,7 +110,7 @@ struct kml_filter_set {
  */
 struct kml_filter_txn {
 	u32 id;
-	u32 owner;		/* netlink portid of the socket that began it */
+	struct sock *sk;	/* the socket that began it, held */
 	u32 policy;		/* 0: keep the current one */
 	u32 policy_fwd;		/* the forward hook's; 0: keep it */
 	u32 have;		/* rules received so far, of set->nrules */
@@ -125,6 +126,8 @@ struct kml_filter_net {
 	u64 generation;
 	u64 building;		/* bytes of sets being built, not yet published */
 	struct kml_filter_txn *txn;	/* a replace in parts, or NULL */
+	spinlock_t txn_lock;	/* with lock, for changes of txn */
+	struct work_struct reap;	/* ends a closed socket's replace */
 	u32 txn_seq;
 };
 
@@ -186,6 +189,8 @@ static inline void kml_filter_count(unsigned int id, u64 n)
 }
 
 static unsigned int kml_filter_net_id __read_mostly;
+
+static void kml_filter_txn_gone(struct kml_filter_net *fn);
 
 /* ---- connection state ---- */
 
@@ -714,6 +719,8 @@ static int kml_filter_reserve(struct kml_filter_net *fn, u32 nrules)
 	u64 want = kml_filter_bytes(nrules);
 
 	lockdep_assert_held(&fn->lock);
+	/* a closed socket's replace holds room no longer */
+	kml_filter_txn_gone(fn);
 	if (nrules &&
 	    kml_filter_bytes(kml_filter_current(fn)->nrules) + fn->building +
 	    want > limit)
@@ -769,6 +776,7 @@ void kml_filter_get_state(struct kml_filter_net *fn,
 	st->info.abi_version = KML_FILTER_ABI_VERSION;
 	st->info.max_rules = KML_FILTER_MAX_RULES;
 	mutex_lock(&fn->lock);
+	kml_filter_txn_gone(fn);
 	set = kml_filter_current(fn);
 	st->info.nrules = set->nrules;
 	st->info.policy = set->policy;
@@ -1124,25 +1132,81 @@ static unsigned int kml_filter_canonical(unsigned int cmd)
 
 /* ---- a replace in parts (the netlink family's) ---- */
 
+/*
+ * A replace belongs to the socket that began it (held, so the pointer
+ * names that socket and no later one that reuses its port id). When the
+ * socket is closed the replace goes, but not in the close itself: the
+ * netlink notifier runs under a lock every netlink socket's close takes,
+ * so it must not wait for fn->lock, which an update holds for a while.
+ * It asks a work item to do it (kml_filter_txn_reap()). fn->txn changes
+ * under fn->lock and fn->txn_lock both; the notifier takes only the
+ * latter.
+ */
+static void kml_filter_txn_set(struct kml_filter_net *fn,
+			       struct kml_filter_txn *txn)
+{
+	lockdep_assert_held(&fn->lock);
+	spin_lock(&fn->txn_lock);
+	fn->txn = txn;
+	spin_unlock(&fn->txn_lock);
+}
+
+static void kml_filter_txn_free(struct kml_filter_txn *txn)
+{
+	kml_filter_set_free(txn->set);
+	sock_put(txn->sk);
+	kfree(txn);
+}
+
 static void kml_filter_txn_end(struct kml_filter_net *fn)
 {
 	struct kml_filter_txn *txn = fn->txn;
 
-	lockdep_assert_held(&fn->lock);
-	fn->txn = NULL;
+	kml_filter_txn_set(fn, NULL);
 	kml_filter_unreserve(fn, txn->set->nrules);
-	kml_filter_set_free(txn->set);
-	kfree(txn);
+	kml_filter_txn_free(txn);
+}
+
+/*
+ * End the replace of a socket closed since; whoever takes fn->lock to
+ * look or change does it, so the work item need not have run yet for
+ * its room to be free.
+ */
+static void kml_filter_txn_gone(struct kml_filter_net *fn)
+{
+	lockdep_assert_held(&fn->lock);
+	if (fn->txn && sock_flag(fn->txn->sk, SOCK_DEAD))
+		kml_filter_txn_end(fn);
+}
+
+static void kml_filter_txn_reap(struct work_struct *work)
+{
+	struct kml_filter_net *fn = container_of(work, struct kml_filter_net,
+						 reap);
+
+	mutex_lock(&fn->lock);
+	kml_filter_txn_gone(fn);
+	mutex_unlock(&fn->lock);
+}
+
+/* A netlink socket of @fn's namespace is being closed: is it an owner? */
+void kml_filter_stage_release(struct kml_filter_net *fn)
+{
+	spin_lock(&fn->txn_lock);
+	/* sock_orphan() marked the closing socket dead before the notifier */
+	if (fn->txn && sock_flag(fn->txn->sk, SOCK_DEAD))
+		schedule_work(&fn->reap);
+	spin_unlock(&fn->txn_lock);
 }
 
 /*
  * Begin replacing the set with @nrules rules, to come in parts from
- * @owner; @policy 0 keeps the current one. One at a time per namespace
- * (-EBUSY); the room for the whole new set is reserved now, so running
- * out of it is said before any rule is sent (-ENOSPC).
+ * socket @sk; @policy and @policy_fwd 0 keep the current ones. One at a
+ * time per namespace (-EBUSY); the room for the whole new set is reserved
+ * now, so running out of it is said before any rule is sent (-ENOSPC).
  */
-int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 policy_fwd, u32 *id)
+int kml_filter_stage_begin(struct kml_filter_net *fn, struct sock *sk,
+			   u32 nrules, u32 policy, u32 policy_fwd, u32 *id)
 {
 	struct kml_filter_txn *txn;
 	int ret;
@@ -1155,12 +1219,14 @@ int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
 	if (!txn)
 		return -ENOMEM;
 	mutex_lock(&fn->lock);
+	kml_filter_txn_gone(fn);
 	ret = fn->txn ? -EBUSY : kml_filter_reserve(fn, nrules);
 	mutex_unlock(&fn->lock);
 	if (ret)
 		goto free_txn;
 	txn->set = kml_filter_set_alloc(nrules);
 	mutex_lock(&fn->lock);
+	kml_filter_txn_gone(fn);
 	if (!txn->set || fn->txn) {
 		ret = txn->set ? -EBUSY : -ENOMEM;
 		kml_filter_unreserve(fn, nrules);
@@ -1169,11 +1235,22 @@ int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
 		goto free_txn;
 	}
 	txn->id = ++fn->txn_seq ?: ++fn->txn_seq;
-	txn->owner = owner;
+	sock_hold(sk);
+	txn->sk = sk;
 	txn->policy = policy;
 	txn->policy_fwd = policy_fwd;
 	txn->generation = fn->generation;
-	fn->txn = txn;
+	spin_lock(&fn->txn_lock);
+	/* closed meanwhile, before or after its notifier: never owned */
+	if (!sock_flag(sk, SOCK_DEAD))
+		fn->txn = txn;
+	spin_unlock(&fn->txn_lock);
+	if (!fn->txn) {
+		kml_filter_unreserve(fn, nrules);
+		mutex_unlock(&fn->lock);
+		kml_filter_txn_free(txn);
+		return -ECONNRESET;
+	}
 	*id = txn->id;
 	mutex_unlock(&fn->lock);
 	return 0;
@@ -1182,12 +1259,12 @@ free_txn:
 	return ret;
 }
 
-/* The replace @id of @owner, or NULL. */
+/* The replace @id of socket @sk, or NULL. */
 static struct kml_filter_txn *kml_filter_txn_of(struct kml_filter_net *fn,
-						u32 owner, u32 id)
+						struct sock *sk, u32 id)
 {
 	lockdep_assert_held(&fn->lock);
-	if (!fn->txn || fn->txn->id != id || fn->txn->owner != owner)
+	if (!fn->txn || fn->txn->id != id || fn->txn->sk != sk)
 		return NULL;
 	return fn->txn;
 }
@@ -1196,14 +1273,14 @@ static struct kml_filter_txn *kml_filter_txn_of(struct kml_filter_net *fn,
  * The next @n rules of replace @id, each already checked. More than were
  * announced ends the replace: a part that fails leaves nothing to commit.
  */
-int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
+int kml_filter_stage_rules(struct kml_filter_net *fn, struct sock *sk, u32 id,
 			   const struct kml_filter_rule *rules, u32 n)
 {
 	struct kml_filter_txn *txn;
 	int ret = 0;
 
 	mutex_lock(&fn->lock);
-	txn = kml_filter_txn_of(fn, owner, id);
+	txn = kml_filter_txn_of(fn, sk, id);
 	if (!txn) {
 		ret = -ENOENT;
 	} else if (n > txn->set->nrules - txn->have) {
@@ -1222,13 +1299,13 @@ int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
  * began (it was built against a set that is gone), -EINVAL if rules are
  * still missing. Either way, and on success, the replace is over.
  */
-int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
+int kml_filter_stage_commit(struct kml_filter_net *fn, struct sock *sk, u32 id)
 {
 	struct kml_filter_txn *txn;
 	int ret = 0;
 
 	mutex_lock(&fn->lock);
-	txn = kml_filter_txn_of(fn, owner, id);
+	txn = kml_filter_txn_of(fn, sk, id);
 	if (!txn) {
 		ret = -ENOENT;
 	} else if (txn->generation != fn->generation) {
@@ -1243,10 +1320,11 @@ int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
 		ret = kml_filter_publish(fn, txn->set, KML_CARRY_NONE, 0);
 	}
 	if (txn && !ret) {
-		/* published: only the reservation and the txn go */
+		/* published: the set is the namespace's now */
+		kml_filter_txn_set(fn, NULL);
 		kml_filter_unreserve(fn, txn->set->nrules);
-		fn->txn = NULL;
-		kfree(txn);
+		txn->set = NULL;
+		kml_filter_txn_free(txn);
 		txn = NULL;
 	}
 	if (txn)
@@ -1255,13 +1333,13 @@ int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
 	return ret;
 }
 
-/* Drop replace @id of @owner; with @id 0, whichever @owner has. */
-int kml_filter_stage_abort(struct kml_filter_net *fn, u32 owner, u32 id)
+/* Drop replace @id of socket @sk. */
+int kml_filter_stage_abort(struct kml_filter_net *fn, struct sock *sk, u32 id)
 {
 	int ret = -ENOENT;
 
 	mutex_lock(&fn->lock);
-	if (fn->txn && fn->txn->owner == owner && (!id || fn->txn->id == id)) {
+	if (kml_filter_txn_of(fn, sk, id)) {
 		kml_filter_txn_end(fn);
 		ret = 0;
 	}
@@ -1364,6 +1442,8 @@ static int __net_init kml_filter_net_init(struct net *net)
 	int ret;
 
 	mutex_init(&fn->lock);
+	spin_lock_init(&fn->txn_lock);
+	INIT_WORK(&fn->reap, kml_filter_txn_reap);
 	fn->net = net;
 	set = kml_filter_set_alloc(0);
 	if (!set)
@@ -1394,6 +1474,8 @@ static void __net_exit kml_filter_net_pre_exit(struct net *net)
 {
 	struct kml_filter_net *fn = kml_filter_pernet(net);
 
+	/* the module may be going: no reap may run after this */
+	cancel_work_sync(&fn->reap);
 	mutex_lock(&fn->lock);
 	if (fn->ct_held) {
 		kml_filter_ct_put(net);
@@ -1424,8 +1506,7 @@ static void __net_exit kml_filter_net_exit_batch(struct list_head *net_list)
 
 		/* a replace left open when the module goes */
 		if (fn->txn) {
-			kml_filter_set_free(fn->txn->set);
-			kfree(fn->txn);
+			kml_filter_txn_free(fn->txn);
 			fn->txn = NULL;
 		}
 		kml_filter_set_free(rcu_dereference_protected(fn->set, 1));

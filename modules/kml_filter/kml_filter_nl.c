@@ -475,7 +475,7 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
 	if (!msg)
 		return -ENOMEM;
-	ret = kml_filter_stage_begin(fn, info->snd_portid,
+	ret = kml_filter_stage_begin(fn, NETLINK_CB(skb).sk,
 				     nla_get_u32(info->attrs[KML_FILTER_A_NRULES]),
 				     policy ? nla_get_u8(policy) : 0,
 				     fwd ? nla_get_u8(fwd) : 0, &id);
@@ -488,12 +488,16 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 	hdr = genlmsg_put_reply(msg, info, &kml_filter_genl, 0,
 				KML_FILTER_CMD_REPLACE_BEGIN);
 	if (!hdr || nla_put_u32(msg, KML_FILTER_A_TXN, id)) {
-		kml_filter_stage_abort(fn, info->snd_portid, id);
+		kml_filter_stage_abort(fn, NETLINK_CB(skb).sk, id);
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
 	genlmsg_end(msg, hdr);
-	return genlmsg_reply(msg, info);
+	/* a replace whose id never reached its owner is no one's */
+	ret = genlmsg_reply(msg, info);
+	if (ret)
+		kml_filter_stage_abort(fn, NETLINK_CB(skb).sk, id);
+	return ret;
 }
 
 static u32 kml_filter_nl_txn(struct genl_info *info)
@@ -542,9 +546,9 @@ static int kml_filter_nl_rules(struct sk_buff *skb, struct genl_info *info)
 	}
 	if (ret) {
 		/* a refused rule ends the replace: nothing of it is committed */
-		kml_filter_stage_abort(fn, info->snd_portid, id);
+		kml_filter_stage_abort(fn, NETLINK_CB(skb).sk, id);
 	} else {
-		ret = kml_filter_stage_rules(fn, info->snd_portid, id, r, n);
+		ret = kml_filter_stage_rules(fn, NETLINK_CB(skb).sk, id, r, n);
 		if (ret == -E2BIG)
 			NL_SET_ERR_MSG_ATTR(info->extack, rules,
 					    "more rules than REPLACE_BEGIN announced");
@@ -559,7 +563,7 @@ static int kml_filter_nl_commit(struct sk_buff *skb, struct genl_info *info)
 
 	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
 		return kml_filter_nl_done(-EINVAL, info);
-	ret = kml_filter_stage_commit(kml_filter_nl_net(info), info->snd_portid,
+	ret = kml_filter_stage_commit(kml_filter_nl_net(info), NETLINK_CB(skb).sk,
 				      kml_filter_nl_txn(info));
 	if (ret == -EAGAIN)
 		GENL_SET_ERR_MSG(info, "the rules changed since REPLACE_BEGIN: start again");
@@ -573,15 +577,16 @@ static int kml_filter_nl_abort(struct sk_buff *skb, struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
 		return kml_filter_nl_done(-EINVAL, info);
 	return kml_filter_nl_no_txn(kml_filter_stage_abort(kml_filter_nl_net(info),
-							   info->snd_portid,
+							   NETLINK_CB(skb).sk,
 							   kml_filter_nl_txn(info)),
 				    info);
 }
 
 /*
  * A replace belongs to the socket that began it: when that socket goes,
- * so does its replace. The notifier chain is a blocking one, called as
- * the socket is released, in its namespace.
+ * so does its replace (kml_filter_stage_release() hands that to a work
+ * item: this chain is called, under its lock, for every netlink socket
+ * closed on the machine, and must not wait).
  */
 static int kml_filter_nl_notify(struct notifier_block *nb, unsigned long event,
 				void *ptr)
@@ -590,7 +595,7 @@ static int kml_filter_nl_notify(struct notifier_block *nb, unsigned long event,
 
 	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
 		return NOTIFY_DONE;
-	kml_filter_stage_abort(kml_filter_pernet(n->net), n->portid, 0);
+	kml_filter_stage_release(kml_filter_pernet(n->net));
 	return NOTIFY_DONE;
 }
 

@@ -34,6 +34,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/userfaultfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -4208,6 +4210,143 @@ TEST_F(nl, replace_belongs_to_its_socket)
 		EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
 	}
 	kml_nl_close(&other);
+}
+
+/*
+ * A BEGIN whose answer cannot be delivered (the asker's receive queue
+ * is full) leaves no replace behind: nobody knows its id to end it.
+ */
+TEST_F(nl, replace_whose_id_was_lost_is_gone)
+{
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	int small = 1, big = 1 << 20, len;
+	static char junk[65536];
+	struct kml_nl_err err;
+	struct nlreq q;
+	__u32 txn = 0;
+
+	ASSERT_EQ(0, setsockopt(self->s.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
+	/* GET_INFO answers, unread, fill the tiny queue */
+	for (int k = 0; k < 16; k++) {
+		nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
+		len = kml_nl_msg_len(&q.m);
+		((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
+		ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to,
+				      sizeof(to)));
+	}
+	nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 1000);
+	len = kml_nl_msg_len(&q.m);
+	((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
+	ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to, sizeof(to)));
+	ASSERT_EQ(0, setsockopt(self->s.fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)));
+	for (;;) {
+		ssize_t n = recv(self->s.fd, junk, sizeof(junk), MSG_DONTWAIT);
+		const struct nlmsghdr *h;
+		size_t pos = 0;
+
+		if (n < 0 && errno == ENOBUFS)
+			continue;
+		if (n <= 0)
+			break;
+		while (kml_nl_msg_next(junk, (size_t)n, &pos, &h) > 0) {
+			__u8 cmd = 0;
+
+			if (h->nlmsg_type == self->fam)
+				memcpy(&cmd, (const char *)h + NLMSG_HDRLEN, 1);
+			/* the BEGIN's answer must be what was lost */
+			ASSERT_NE(KML_FILTER_CMD_REPLACE_BEGIN, cmd);
+		}
+	}
+	EXPECT_EQ(0, nl_begin_replace(&self->s, self->fam, 1, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(kml_filter_set_bytes(0, self->ncpus) + kml_filter_set_bytes(1, self->ncpus),
+		  nl_mem_bytes(self));
+}
+
+struct held_list {
+	int fd;
+	void *buf;
+};
+
+static void *held_list_thread(void *arg)
+{
+	struct held_list *h = arg;
+	struct kml_filter_list l = {
+		.count = 1,
+		.entries = (__u64)(unsigned long)h->buf,
+	};
+
+	ioctl(h->fd, KML_FILTER_IOC_LIST, &l);
+	return NULL;
+}
+
+static atomic_int closed;
+
+static void *close_thread(void *arg)
+{
+	kml_nl_close(arg);
+	atomic_store(&closed, 1);
+	return NULL;
+}
+
+/*
+ * Closing a netlink socket must not wait for a namespace's lock: the
+ * notifier that ends a closed socket's replace runs under a lock every
+ * netlink socket's close on the machine takes. A LIST whose buffer
+ * faults (userfaultfd, which the test kernels lack: there it skips)
+ * holds the namespace's lock as long as its caller likes; the owner of
+ * a replace is closed meanwhile, and that close returns.
+ */
+TEST_F_TIMEOUT(nl, close_does_not_wait_for_a_busy_namespace, 180)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_zeropage zero = { 0 };
+	struct pollfd p = { .events = POLLIN };
+	struct kml_nl_sock owner;
+	struct kml_nl_err err;
+	struct held_list h = { .fd = self->fd };
+	struct uffd_msg msg;
+	pthread_t a, b;
+	long long end;
+	__u32 txn;
+	int uffd;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd in this kernel (%s)", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	h.buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, h.buf);
+	reg.range.start = (unsigned long)h.buf;
+	reg.range.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 9"));
+	ASSERT_EQ(0, kml_nl_open(&owner));
+	ASSERT_EQ(0, nl_begin_replace(&owner, self->fam, 1, 0, &txn, &err));
+
+	atomic_store(&closed, 0);
+	ASSERT_EQ(0, pthread_create(&a, NULL, held_list_thread, &h));
+	/* the LIST now waits on its page, holding the namespace's lock */
+	p.fd = uffd;
+	ASSERT_EQ(1, poll(&p, 1, 60000));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	ASSERT_EQ(0, pthread_create(&b, NULL, close_thread, &owner));
+	end = now_ms() + 60000;
+	while (!atomic_load(&closed) && now_ms() < end)
+		usleep(10000);
+	EXPECT_TRUE(atomic_load(&closed)) TH_LOG("close waited for the namespace's lock");
+	zero.range.start = (unsigned long)h.buf;
+	zero.range.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	/* the closed socket's replace is gone */
+	EXPECT_EQ(0, nl_begin_replace(&self->s, self->fam, 1, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	munmap(h.buf, pg);
+	close(uffd);
 }
 
 /*
