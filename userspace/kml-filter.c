@@ -50,6 +50,7 @@ static void usage(FILE *f)
 		"\n"
 		"RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 		"      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+		"      [ct new|established|related|invalid|untracked[,...]]\n"
 		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop ipv6 udp\n"
 		"The first matching rule decides. A rule file has one rule per line,\n"
 		"'#' comments and optionally one 'policy accept|drop' line.\n"
@@ -73,6 +74,7 @@ static const struct kml_cmd cmds[] = {
 	  "Add a rule at the end, or at position N (1 is first).\n"
 	  "RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 	  "      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+	  "      [ct new|established|related|invalid|untracked[,...]]\n"
 	  "  --at N             at position N\n", NULL },
 	{ "del", "N | RULE",
 	  "Delete rule number N, or the first rule equal to RULE.\n", NULL },
@@ -168,6 +170,7 @@ static const char *rule_attr_name(uint32_t type)
 		[KML_FILTER_RA_SPORT_HI] = "its highest source port",
 		[KML_FILTER_RA_DPORT_LO] = "its lowest destination port",
 		[KML_FILTER_RA_DPORT_HI] = "its highest destination port",
+		[KML_FILTER_RA_CT_STATE] = "its connection states",
 	};
 
 	return type <= KML_FILTER_RA_MAX && names[type] ? names[type] : "an attribute";
@@ -330,6 +333,26 @@ static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 	printf(",\"%s\":\"%s/%u\"", key, a, len);
 }
 
+/* "ct": the states in the rule language's order, null for any state. */
+static void print_ct_json(__u8 ct)
+{
+	const char *sep = "[";
+	unsigned int i;
+	__u8 bit;
+
+	if (!ct) {
+		printf(",\"ct\":null");
+		return;
+	}
+	printf(",\"ct\":");
+	for (i = 0; (bit = kml_filter_ct_state_bit(i)); i++)
+		if (ct & bit) {
+			printf("%s\"%s\"", sep, kml_filter_ct_state_name(bit));
+			sep = ",";
+		}
+	putchar(']');
+}
+
 /*
  * The policy and the rules of one generation: GET_INFO, the GETRULE dump,
  * GET_INFO again, all read again while an update comes between them (the
@@ -394,9 +417,11 @@ static void cmd_list(int verbose)
 			print_addr_json("src", r, r->src, r->src_len);
 			print_addr_json("dst", r, r->dst, r->dst_len);
 			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u],\"packets\":%" PRIu64
-			       ",\"bytes\":%" PRIu64 "}", r->sport_lo, r->sport_hi,
+			       ",\"bytes\":%" PRIu64, r->sport_lo, r->sport_hi,
 			       r->dport_lo, r->dport_hi, (uint64_t)e[i].packets,
 			       (uint64_t)e[i].bytes);
+			print_ct_json(r->ct_state);
+			putchar('}');
 		}
 		printf("]}\n");
 	} else if (verbose) {

@@ -342,8 +342,9 @@ static int word_of(const struct kml_filter_words *w, int type)
 	case KML_FILTER_RA_DPORT_LO:
 	case KML_FILTER_RA_DPORT_HI:
 		return w->dport;
+	case KML_FILTER_RA_CT_STATE:
+		return w->ct;
 	default:
-		/* the connection state has no word in the rule language yet */
 		return -1;
 	}
 }

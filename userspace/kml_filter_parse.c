@@ -135,6 +135,79 @@ static const struct {
 	{ "icmpv6", KML_FILTER_PROTO_ICMPV6 },
 };
 
+/*
+ * Connection states as nftables spells them, in the order the formatter
+ * prints them back (so `list` output is one canonical text per rule).
+ */
+static const struct {
+	const char *name;
+	__u8 bit;
+} kml_ct_states[] = {
+	{ "new", KML_FILTER_CT_NEW },
+	{ "established", KML_FILTER_CT_ESTABLISHED },
+	{ "related", KML_FILTER_CT_RELATED },
+	{ "invalid", KML_FILTER_CT_INVALID },
+	{ "untracked", KML_FILTER_CT_UNTRACKED },
+};
+
+#define KML_CT_NSTATES	(sizeof(kml_ct_states) / sizeof(kml_ct_states[0]))
+
+/* "established,related" to bits; a state named twice is a mistake too. */
+static int parse_ct(const char *s, __u8 *out, char *err, size_t errlen)
+{
+	const char *p = s;
+	__u8 bits = 0;
+	size_t k, n;
+
+	for (;;) {
+		n = strcspn(p, ",");
+		for (k = 0; k < KML_CT_NSTATES; k++)
+			if (strlen(kml_ct_states[k].name) == n &&
+			    !strncmp(p, kml_ct_states[k].name, n))
+				break;
+		if (k == KML_CT_NSTATES)
+			return fail(err, errlen,
+				    "bad connection state '%.*s' in '%s': give new, established, related, invalid or untracked, separated by commas",
+				    (int)n, p, s);
+		if (bits & kml_ct_states[k].bit)
+			return fail(err, errlen, "connection state '%s' given twice in '%s'",
+				    kml_ct_states[k].name, s);
+		bits |= kml_ct_states[k].bit;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*out = bits;
+	return 0;
+}
+
+/**
+ * kml_filter_ct_state_name() - the word of one connection state bit
+ * @bit: one %KML_FILTER_CT_* bit
+ *
+ * Return: its name, or NULL for a bit that is no state.
+ */
+const char *kml_filter_ct_state_name(__u8 bit)
+{
+	size_t k;
+
+	for (k = 0; k < KML_CT_NSTATES; k++)
+		if (kml_ct_states[k].bit == bit)
+			return kml_ct_states[k].name;
+	return NULL;
+}
+
+/**
+ * kml_filter_ct_state_bit() - the @i-th connection state in canonical order
+ * @i: 0, 1, ...
+ *
+ * Return: its bit, or 0 past the last one.
+ */
+__u8 kml_filter_ct_state_bit(unsigned int i)
+{
+	return i < KML_CT_NSTATES ? kml_ct_states[i].bit : 0;
+}
+
 /**
  * kml_filter_parse_rule_words() - words to a rule, and which word said what
  * @argc: number of words
@@ -168,6 +241,7 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 		words = &local;
 	words->action = words->dir = words->family = words->proto = -1;
 	words->src = words->dst = words->sport = words->dport = -1;
+	words->ct = -1;
 	memset(r, 0, sizeof(*r));
 	r->sport_hi = r->dport_hi = 0xffff;
 	for (i = 0; i < argc; i++) {
@@ -225,6 +299,16 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 			/* an address that gives the family is the family's word */
 			if (!fam_before && r->family)
 				words->family = i;
+		} else if (!strcmp(w, "ct")) {
+			bit = 256;
+			if (!arg)
+				return fail(err, errlen,
+					    "'ct' needs states, e.g. 'ct established,related'");
+			if (seen & bit)
+				return fail(err, errlen, "'ct' given twice");
+			if (parse_ct(arg, &r->ct_state, err, errlen))
+				return -1;
+			words->ct = ++i;
 		} else {
 			for (k = 0; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
 				if (!strcmp(w, kml_protos[k].name))
@@ -409,7 +493,7 @@ static void put_ports(char *buf, size_t len, size_t *at, const char *key,
  * kml_filter_format_rule() - a rule in the words kml_filter_parse_rule() reads
  * @r: a valid rule
  * @buf: output
- * @len: its size; 160 bytes always suffice
+ * @len: its size; 200 bytes always suffice
  *
  * Return: the length of the text, or -1 if it did not fit.
  */
@@ -433,5 +517,14 @@ int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 		put_prefix(buf, len, &at, "dst", r->family, r->dst, r->dst_len);
 	put_ports(buf, len, &at, "sport", r->sport_lo, r->sport_hi);
 	put_ports(buf, len, &at, "dport", r->dport_lo, r->dport_hi);
+	if (r->ct_state) {
+		const char *sep = " ct ";
+
+		for (k = 0; k < KML_CT_NSTATES; k++)
+			if (r->ct_state & kml_ct_states[k].bit) {
+				put(buf, len, &at, "%s%s", sep, kml_ct_states[k].name);
+				sep = ",";
+			}
+	}
 	return at < len ? (int)at : -1;
 }

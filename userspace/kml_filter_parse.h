@@ -5,6 +5,7 @@
  *
  *	accept|drop  [in|out]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
  *	[src ADDR[/LEN]]  [dst ADDR[/LEN]]  [sport P[-Q]]  [dport P[-Q]]
+ *	[ct STATE[,STATE...]]   (new established related invalid untracked)
  *
  * A rule file has one rule per line, '#' comments, blank lines, and at
  * most one "policy accept|drop" line.
@@ -29,6 +30,7 @@ struct kml_filter_ruleset {
  */
 struct kml_filter_words {
 	int action, dir, family, proto, src, dst, sport, dport;
+	int ct;		/* the states after 'ct' */
 };
 
 /* kml_filter_parse_rule_words() flags */
@@ -46,5 +48,7 @@ void kml_filter_ruleset_free(struct kml_filter_ruleset *rs);
 int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 			   size_t len);
 const char *kml_filter_verdict_name(__u32 v);
+const char *kml_filter_ct_state_name(__u8 bit);
+__u8 kml_filter_ct_state_bit(unsigned int i);
 
 #endif

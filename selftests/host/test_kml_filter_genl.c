@@ -49,6 +49,10 @@ static const char *const lines[] = {
 	"accept in src 10.0.0.1/32",
 	"accept in src 128.0.0.0/1",
 	"drop src ::1/128",
+	"accept in ct established,related",
+	"accept in tcp dport 22 ct new",
+	"drop ct invalid",
+	"accept ct untracked,new,established,related,invalid",
 };
 
 /* Splits @line (copied into @buf) into words. */
@@ -401,20 +405,14 @@ TEST(offset_to_word)
 	/* no action word, no action attribute */
 	prepare(_metadata, "in tcp", buf, words, &w, &o);
 	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_ACTION]);
-	/* a connection state is sent, but no word of the language gives one yet */
-	{
-		_Alignas(8) uint8_t msg[512];
-		struct kml_filter_rule r;
-		char err[256];
-		int n = words_of("drop in tcp", buf, 256, words, 32);
-
-		ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
-		r.ct_state = KML_FILTER_CT_NEW;
-		ASSERT_LT(0, encode(msg, sizeof(msg), &r, &o));
-		EXPECT_LE(0, o.ra[KML_FILTER_RA_CT_STATE]);
-		EXPECT_EQ(-1, kml_filter_genl_offs_word(&o, &w,
-							(uint32_t)o.ra[KML_FILTER_RA_CT_STATE]));
-	}
+	/* drop(0) in(1) ct(2) new,invalid(3) tcp(4): the states are the word */
+	prepare(_metadata, "drop in ct new,invalid tcp", buf, words, &w, &o);
+	EXPECT_LE(0, o.ra[KML_FILTER_RA_CT_STATE]);
+	EXPECT_EQ(3, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_CT_STATE]));
+	EXPECT_EQ(4, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_PROTO]));
+	/* no ct word, no attribute */
+	prepare(_metadata, "drop in tcp", buf, words, &w, &o);
+	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_CT_STATE]);
 }
 
 TEST(pointing_at_a_word)
