@@ -416,12 +416,12 @@ static void cmd_list(int verbose)
 			       proto_word(r->proto));
 			print_addr_json("src", r, r->src, r->src_len);
 			print_addr_json("dst", r, r->dst, r->dst_len);
-			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u],\"packets\":%" PRIu64
-			       ",\"bytes\":%" PRIu64, r->sport_lo, r->sport_hi,
-			       r->dport_lo, r->dport_hi, (uint64_t)e[i].packets,
-			       (uint64_t)e[i].bytes);
+			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u]", r->sport_lo, r->sport_hi,
+			       r->dport_lo, r->dport_hi);
+			/* with the rule's other fields, before its counters */
 			print_ct_json(r->ct_state);
-			putchar('}');
+			printf(",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+			       (uint64_t)e[i].packets, (uint64_t)e[i].bytes);
 		}
 		printf("]}\n");
 	} else if (verbose) {

@@ -1579,7 +1579,7 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_NE(NULL, strstr(out, "    2          7          896  drop in udp dport 9000\n"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(0, CLIENT("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"packets\":7,\"bytes\":896}"))
+	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"ct\":null,\"packets\":7,\"bytes\":896}"))
 		TH_LOG("%s", out);
 
 	/* list | load gives the same set back */
@@ -1666,7 +1666,7 @@ TEST_F_TIMEOUT(filter, client_32bit, 120)
 	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 3, 0));
 	EXPECT_EQ(3, rule_packets(self->fa, 1, 3));
 	EXPECT_EQ(0, CLIENT32("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"packets\":3,\"bytes\":384}"))
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"ct\":null,\"packets\":3,\"bytes\":384}"))
 		TH_LOG("%s", out);
 	/*
 	 * What the 64-bit client sees, byte for byte, from the rule table
