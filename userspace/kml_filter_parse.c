@@ -352,36 +352,53 @@ int kml_filter_parse_rule(int argc, char *const argv[],
 }
 
 static int ruleset_push(struct kml_filter_ruleset *rs,
-			const struct kml_filter_rule *r)
+			const struct kml_filter_rule *r, unsigned int lineno)
 {
 	if (rs->count == rs->cap) {
 		unsigned int cap = rs->cap ? rs->cap * 2 : 64;
 		struct kml_filter_rule *n;
+		unsigned int *l;
 
 		n = realloc(rs->rules, cap * sizeof(*n));
 		if (!n)
 			return -1;
 		rs->rules = n;
+		l = realloc(rs->lines, cap * sizeof(*l));
+		if (!l)
+			return -1;
+		rs->lines = l;
 		rs->cap = cap;
 	}
+	rs->lines[rs->count] = lineno;
 	rs->rules[rs->count++] = *r;
 	return 0;
 }
 
-/* One line, already copied and NUL-terminated, comments cut. */
-static int parse_line(char *line, struct kml_filter_ruleset *rs,
-		      char *err, size_t errlen)
+/* A line's words, split in place; the comment already cut. -1: too many. */
+static int split_words(char *line, char **words, int max)
 {
-	char *words[KML_MAX_WORDS], *save = NULL, *w;
-	struct kml_filter_rule r;
+	char *save = NULL, *w;
 	int n = 0;
 
 	for (w = strtok_r(line, " \t\r\v\f", &save); w;
 	     w = strtok_r(NULL, " \t\r\v\f", &save)) {
-		if (n == KML_MAX_WORDS)
-			return fail(err, errlen, "too many words");
+		if (n == max)
+			return -1;
 		words[n++] = w;
 	}
+	return n;
+}
+
+/* One line, already copied and NUL-terminated, comments cut. */
+static int parse_line(char *line, unsigned int lineno, struct kml_filter_ruleset *rs,
+		      char *err, size_t errlen)
+{
+	char *words[KML_MAX_WORDS];
+	struct kml_filter_rule r;
+	int n = split_words(line, words, KML_MAX_WORDS);
+
+	if (n < 0)
+		return fail(err, errlen, "too many words");
 	if (!n)
 		return 0;
 	if (!strcmp(words[0], "policy")) {
@@ -392,11 +409,11 @@ static int parse_line(char *line, struct kml_filter_ruleset *rs,
 		rs->policy = words[1][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
 		return 0;
 	}
-	if (kml_filter_parse_rule(n, words, &r, err, errlen))
+	if (kml_filter_parse_rule_words(n, words, &r, NULL, rs->flags, err, errlen))
 		return -1;
 	if (rs->count >= KML_FILTER_MAX_RULES)
 		return fail(err, errlen, "more than %u rules", KML_FILTER_MAX_RULES);
-	if (ruleset_push(rs, &r))
+	if (ruleset_push(rs, &r, lineno))
 		return fail(err, errlen, "out of memory");
 	return 0;
 }
@@ -405,7 +422,8 @@ static int parse_line(char *line, struct kml_filter_ruleset *rs,
  * kml_filter_parse_file() - a rule file to a rule set
  * @buf: the file's bytes (need not be NUL-terminated)
  * @len: their number
- * @rs: filled in; zero it first, free with kml_filter_ruleset_free()
+ * @rs: filled in; zero it first (then set ->flags if need be), free with
+ *	kml_filter_ruleset_free()
  * @err: set to "line N: reason" on failure
  * @errlen: size of @err
  *
@@ -436,15 +454,59 @@ int kml_filter_parse_file(const char *buf, size_t len,
 		hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
-		if (parse_line(line, rs, why, sizeof(why)))
+		if (parse_line(line, lineno, rs, why, sizeof(why)))
 			return fail(err, errlen, "line %u: %s", lineno, why);
 	}
 	return 0;
 }
 
+/**
+ * kml_filter_file_line_words() - the words of one line of a rule file
+ * @buf: the file's bytes, as given to kml_filter_parse_file()
+ * @len: their number
+ * @lineno: the line, from 1 (a rule's ->lines entry)
+ * @line: set to the line, comment cut, split in place
+ * @linelen: its size
+ * @words: set to the words, as kml_filter_parse_file() saw them
+ * @max: room in @words
+ *
+ * For pointing at a word of a rule the kernel refused, after the file
+ * was parsed whole: the words are split as the parser split them.
+ * Return: the number of words, or -1 (no such line, or too long).
+ */
+int kml_filter_file_line_words(const char *buf, size_t len, unsigned int lineno,
+			       char *line, size_t linelen, char **words, int max)
+{
+	size_t pos = 0, n;
+	unsigned int at = 1;
+	const char *nl;
+	char *hash;
+
+	while (at < lineno) {
+		nl = pos < len ? memchr(buf + pos, '\n', len - pos) : NULL;
+		if (!nl)
+			return -1;
+		pos = (size_t)(nl - buf) + 1;
+		at++;
+	}
+	if (!lineno || pos >= len)
+		return -1;
+	nl = memchr(buf + pos, '\n', len - pos);
+	n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+	if (n >= linelen)
+		return -1;
+	memcpy(line, buf + pos, n);
+	line[n] = '\0';
+	hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	return split_words(line, words, max);
+}
+
 void kml_filter_ruleset_free(struct kml_filter_ruleset *rs)
 {
 	free(rs->rules);
+	free(rs->lines);
 	memset(rs, 0, sizeof(*rs));
 }
 

@@ -18,9 +18,11 @@
 
 struct kml_filter_ruleset {
 	struct kml_filter_rule *rules;
+	unsigned int *lines;	/* the file line of each rule, from 1 */
 	unsigned int count;
 	unsigned int cap;
 	__u32 policy;		/* 0 when the file has no policy line */
+	unsigned int flags;	/* kml_filter_parse_rule_words()'s, set before parsing */
 };
 
 /*
@@ -45,6 +47,8 @@ int kml_filter_parse_file(const char *buf, size_t len,
 			  struct kml_filter_ruleset *rs, char *err,
 			  size_t errlen);
 void kml_filter_ruleset_free(struct kml_filter_ruleset *rs);
+int kml_filter_file_line_words(const char *buf, size_t len, unsigned int lineno,
+			       char *line, size_t linelen, char **words, int max);
 int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 			   size_t len);
 const char *kml_filter_verdict_name(__u32 v);
