@@ -4731,6 +4731,8 @@ TEST_F(nl, client_load_names_the_line)
 {
 	const char *file = "/run/kml_filter_bad_line";
 	char cmd[4096], out[4096];
+	struct kml_nl_err err;
+	__u32 txn;
 	FILE *f;
 
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add drop in tcp dport 25"));
@@ -4751,6 +4753,13 @@ TEST_F(nl, client_load_names_the_line)
 	ASSERT_NE(NULL, f);
 	fputs("accept udp\n", f);
 	fclose(f);
+	/* while another socket's replace is open it is, and says so */
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 1, 0, &txn, &err));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("kml-filter: load: another load is in progress in this network namespace (nothing changed)\n",
+		     out);
+	kml_nl_close(&self->s);
+	ASSERT_EQ(0, kml_nl_open(&self->s));
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
 	EXPECT_STREQ("loaded 1 rules\n", out);
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
