@@ -165,6 +165,11 @@ static int parse_ct(const char *s, __u8 *out, char *err, size_t errlen)
 			if (strlen(kml_ct_states[k].name) == n &&
 			    !strncmp(p, kml_ct_states[k].name, n))
 				break;
+		/* the list named too only when there is one, so the line stays short */
+		if (k == KML_CT_NSTATES && n == strlen(s))
+			return fail(err, errlen,
+				    "bad connection state '%s': give new, established, related, invalid or untracked, separated by commas",
+				    s);
 		if (k == KML_CT_NSTATES)
 			return fail(err, errlen,
 				    "bad connection state '%.*s' in '%s': give new, established, related, invalid or untracked, separated by commas",

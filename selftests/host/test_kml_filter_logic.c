@@ -832,10 +832,10 @@ TEST(parse_errors)
 		{ "drop dport 22", "ports need tcp or udp" },
 		{ "drop ipv6 icmp", "protocol of the other family" },
 		{ "accept ct", "'ct' needs states, e.g. 'ct established,related'" },
-		{ "accept ct bogus", "bad connection state 'bogus' in 'bogus': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct bogus", "bad connection state 'bogus': give new, established, related, invalid or untracked, separated by commas" },
 		{ "accept ct new,", "bad connection state '' in 'new,': give new, established, related, invalid or untracked, separated by commas" },
 		{ "accept ct new,,related", "bad connection state '' in 'new,,related': give new, established, related, invalid or untracked, separated by commas" },
-		{ "accept ct NEW", "bad connection state 'NEW' in 'NEW': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct NEW", "bad connection state 'NEW': give new, established, related, invalid or untracked, separated by commas" },
 		{ "accept ct new,new", "connection state 'new' given twice in 'new,new'" },
 		{ "accept ct new ct related", "'ct' given twice" },
 	};
