@@ -44,14 +44,16 @@ static void usage(FILE *f)
 		"  add [--at N] RULE        add a rule (at position N, 1 = first; default last)\n"
 		"  del N | del RULE         delete rule number N, or the first rule equal to RULE\n"
 		"  flush                    delete every rule (the policy stays)\n"
-		"  policy accept|drop       what happens to packets no rule matches\n"
+		"  policy [fwd] accept|drop what happens to packets no rule matches (fwd:\n"
+		"                           routed ones; without: this host's own)\n"
 		"  load FILE|-              replace all rules (and the policy, if the file sets\n"
 		"                           one) with a rule file, all at once\n"
 		"\n"
-		"RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+		"RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 		"      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
 		"      [ct new|established|related|invalid|untracked[,...]]\n"
-		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop ipv6 udp\n"
+		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop fwd udp\n"
+		"No direction word means in and out, not fwd (routed packets).\n"
 		"The first matching rule decides. A rule file has one rule per line,\n"
 		"'#' comments and optionally one 'policy accept|drop' line.\n"
 		"Rules apply to the network namespace this command runs in.\n"
@@ -71,14 +73,16 @@ static const struct kml_cmd cmds[] = {
 	  "  -v                 numbered, with packet and byte counters\n", NULL },
 	{ "add", "[--at N] RULE",
 	  "Add a rule at the end, or at position N (1 is first).\n"
-	  "RULE: accept|drop [in|out] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+	  "RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 	  "      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
 	  "      [ct new|established|related|invalid|untracked[,...]]\n"
 	  "  --at N             at position N\n", NULL },
 	{ "del", "N | RULE",
 	  "Delete rule number N, or the first rule equal to RULE.\n", NULL },
 	{ "flush", "", "Delete every rule; the policy stays.\n", NULL },
-	{ "policy", "accept|drop", "What happens to packets no rule matches.\n", NULL },
+	{ "policy", "[fwd] accept|drop",
+	  "What happens to packets no rule matches: this host's own (in and out),\n"
+	  "or with fwd the ones it routes.\n", NULL },
 	{ "load", "FILE|-",
 	  "Replace every rule, and the policy if the file sets one, with the rule\n"
 	  "file FILE (or standard input), all at once.\n", NULL },
@@ -278,6 +282,29 @@ static const char *proto_word(__u8 p)
 	}
 }
 
+/* "both" for in and out, as before the forward hook; else the words */
+static void print_dir_json(__u8 dir)
+{
+	const char *sep = "";
+
+	if (dir == KML_FILTER_DIR_BOTH) {
+		printf(",\"dir\":\"both\"");
+		return;
+	}
+	printf(",\"dir\":\"");
+	if (dir & KML_FILTER_DIR_IN) {
+		printf("in");
+		sep = " ";
+	}
+	if (dir & KML_FILTER_DIR_OUT) {
+		printf("%sout", sep);
+		sep = " ";
+	}
+	if (dir & KML_FILTER_DIR_FWD)
+		printf("%sfwd", sep);
+	printf("\"");
+}
+
 static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 			    const __u8 *addr, __u8 len)
 {
@@ -368,10 +395,10 @@ static void cmd_list(int verbose)
 			const struct kml_filter_rule *r = &e[i].rule;
 
 			kml_filter_format_rule(r, text, sizeof(text));
-			printf("%s{\"num\":%u,\"rule\":\"%s\",\"action\":\"%s\",\"dir\":\"%s\",\"family\":\"%s\",\"proto\":\"%s\"",
-			       i ? "," : "", i + 1, text, kml_filter_verdict_name(r->action),
-			       r->dir == KML_FILTER_DIR_BOTH ? "both" :
-			       r->dir == KML_FILTER_DIR_IN ? "in" : "out", family_word(r->family),
+			printf("%s{\"num\":%u,\"rule\":\"%s\",\"action\":\"%s\"",
+			       i ? "," : "", i + 1, text, kml_filter_verdict_name(r->action));
+			print_dir_json(r->dir);
+			printf(",\"family\":\"%s\",\"proto\":\"%s\"", family_word(r->family),
 			       proto_word(r->proto));
 			print_addr_json("src", r, r->src, r->src_len);
 			print_addr_json("dst", r, r->dst, r->dst_len);
@@ -471,7 +498,7 @@ static int load_once(const struct rule_file *rf)
 	int err, n;
 
 	m = request(KML_FILTER_CMD_REPLACE_BEGIN, 0);
-	kml_filter_genl_put_begin(m, rs->count, (uint8_t)rs->policy);
+	kml_filter_genl_put_begin(m, rs->count, (uint8_t)rs->policy, (uint8_t)rs->policy_fwd);
 	err = kml_nl_request(&nl, m, txn_cb, &txn, &e);
 	if (err == -EBUSY)
 		kml_die("load: another load is in progress in this network namespace (nothing changed)");
@@ -536,8 +563,10 @@ static void cmd_load(const char *path)
 	if (load_once(&rf) == -EAGAIN && load_once(&rf) == -EAGAIN)
 		kml_die("load: the rules changed while the file was being loaded, twice; nothing changed (try again)");
 	if (!json)
-		printf("loaded %u rules%s%s\n", rf.rs.count, rf.rs.policy ? ", policy " : "",
-		       rf.rs.policy ? kml_filter_verdict_name(rf.rs.policy) : "");
+		printf("loaded %u rules%s%s%s%s\n", rf.rs.count, rf.rs.policy ? ", policy " : "",
+		       rf.rs.policy ? kml_filter_verdict_name(rf.rs.policy) : "",
+		       rf.rs.policy_fwd ? ", policy fwd " : "",
+		       rf.rs.policy_fwd ? kml_filter_verdict_name(rf.rs.policy_fwd) : "");
 	kml_filter_ruleset_free(&rf.rs);
 	free(rf.buf);
 }
@@ -630,14 +659,16 @@ int main(int argc, char **argv)
 		send_or_die("flush", request(KML_FILTER_CMD_FLUSH, 0), NULL, NULL, NULL);
 	} else if (!strcmp(cmd, "policy")) {
 		struct kml_nl_msg *m;
+		char err[256];
+		__u32 p;
+		int fwd;
 
-		kml_operands(argc, argv, 1, 1);
-		if (strcmp(argv[0], "accept") && strcmp(argv[0], "drop"))
-			kml_usage_error("bad policy '%s': give accept or drop", argv[0]);
+		kml_operands(argc, argv, 1, 2);
+		if (kml_filter_parse_policy(argc, argv, &p, &fwd, err, sizeof(err)))
+			kml_usage_error("bad policy '%s': %s", argv[argc - 1], err);
 		open_family();
 		m = request(KML_FILTER_CMD_SET_POLICY, 0);
-		kml_nl_put_u8(m, KML_FILTER_A_POLICY,
-			      argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP);
+		kml_nl_put_u8(m, fwd ? KML_FILTER_A_POLICY_FWD : KML_FILTER_A_POLICY, (__u8)p);
 		send_or_die("policy", m, NULL, NULL, NULL);
 	} else if (!strcmp(cmd, "load")) {
 		kml_operands(argc, argv, 1, 1);

@@ -324,14 +324,18 @@ int kml_filter_genl_dump_verdict(const struct kml_filter_genl_dump *d, int reque
  * @nrules: the number of rules the new set will have
  * @policy: %KML_FILTER_ACCEPT or %KML_FILTER_DROP, or 0 to keep the
  *	current policy (a rule file without a policy line)
+ * @policy_fwd: the same for the forward policy ("policy fwd" line)
  *
  * Return: the message's length, or -EMSGSIZE.
  */
-int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy)
+int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy,
+			      uint8_t policy_fwd)
 {
 	kml_nl_put_u32(m, KML_FILTER_A_NRULES, nrules);
 	if (policy)
 		kml_nl_put_u8(m, KML_FILTER_A_POLICY, policy);
+	if (policy_fwd)
+		kml_nl_put_u8(m, KML_FILTER_A_POLICY_FWD, policy_fwd);
 	return kml_nl_msg_len(m);
 }
 

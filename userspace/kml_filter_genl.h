@@ -95,7 +95,8 @@ int kml_filter_genl_dump_msg(const struct nlmsghdr *msg, size_t len, void *arg);
 int kml_filter_genl_dump_verdict(const struct kml_filter_genl_dump *d, int request_ret);
 int kml_filter_genl_offs_word(const struct kml_filter_genl_offs *offs,
 			      const struct kml_filter_words *words, uint32_t at);
-int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy);
+int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy,
+			      uint8_t policy_fwd);
 int kml_filter_genl_parse_txn(const struct nlmsghdr *msg, size_t len, uint32_t *txn);
 int kml_filter_genl_put_rules(struct kml_nl_msg *m, uint32_t txn,
 			      const struct kml_filter_rule *rules, unsigned int count);

@@ -124,6 +124,16 @@ static int parse_prefix(const char *s, __u8 *family, __u8 *addr, __u8 *len,
 	return 0;
 }
 
+/* The direction words, in the order a rule is formatted with them. */
+static const struct {
+	const char *name;
+	__u8 dir;
+} kml_dirs[] = {
+	{ "in", KML_FILTER_DIR_IN },
+	{ "out", KML_FILTER_DIR_OUT },
+	{ "fwd", KML_FILTER_DIR_FWD },
+};
+
 static const struct {
 	const char *name;
 	__u8 proto;
@@ -229,6 +239,9 @@ __u8 kml_filter_ct_state_bit(unsigned int i)
  * @err: set to a one-line reason on failure
  * @errlen: size of @err
  *
+ * The direction words (in, out, fwd) add up; a rule without any is in
+ * and out (%KML_FILTER_DIR_BOTH), never forwarded traffic.
+ *
  * Return: 0, or -1 with @err set.
  */
 int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_rule *r,
@@ -255,14 +268,21 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 		const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
 		__u8 fam_before = r->family;
 
+		for (k = 0; k < sizeof(kml_dirs) / sizeof(kml_dirs[0]); k++)
+			if (!strcmp(w, kml_dirs[k].name))
+				break;
+		if (k < sizeof(kml_dirs) / sizeof(kml_dirs[0])) {
+			/* one bit of the rule's mask each, so "in fwd" is both */
+			if (r->dir & kml_dirs[k].dir)
+				return fail(err, errlen, "'%s' given twice", w);
+			r->dir |= kml_dirs[k].dir;
+			words->dir = i;
+			continue;
+		}
 		if (!strcmp(w, "accept") || !strcmp(w, "drop")) {
 			bit = 1;
 			r->action = w[0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
 			words->action = i;
-		} else if (!strcmp(w, "in") || !strcmp(w, "out")) {
-			bit = 2;
-			r->dir = w[0] == 'i' ? KML_FILTER_DIR_IN : KML_FILTER_DIR_OUT;
-			words->dir = i;
 		} else if (!strcmp(w, "ipv4") || !strcmp(w, "ipv6")) {
 			__u8 fam = w[3] == '4' ? KML_FILTER_FAMILY_IPV4 :
 						 KML_FILTER_FAMILY_IPV6;
@@ -328,6 +348,7 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 			return fail(err, errlen, "'%s': that part of the rule is given twice", w);
 		seen |= bit;
 	}
+	/* the meaning from before the forward hook: this host's traffic */
 	if (!r->dir)
 		r->dir = KML_FILTER_DIR_BOTH;
 	if (!check)
@@ -354,6 +375,30 @@ int kml_filter_parse_rule(int argc, char *const argv[],
 			  struct kml_filter_rule *r, char *err, size_t errlen)
 {
 	return kml_filter_parse_rule_words(argc, argv, r, NULL, 0, err, errlen);
+}
+
+/**
+ * kml_filter_parse_policy() - the words after "policy": [fwd] accept|drop
+ * @argc: number of words
+ * @argv: the words
+ * @policy: set to %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @fwd: set to 1 for the forward hook's policy ("fwd"), 0 for the in and
+ *	out one
+ * @err: set to a one-line reason on failure
+ * @errlen: size of @err
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int kml_filter_parse_policy(int argc, char *const argv[], __u32 *policy,
+			    int *fwd, char *err, size_t errlen)
+{
+	*fwd = argc == 2 && !strcmp(argv[0], "fwd");
+	argc -= *fwd;
+	argv += *fwd;
+	if (argc != 1 || (strcmp(argv[0], "accept") && strcmp(argv[0], "drop")))
+		return fail(err, errlen, "give 'policy [fwd] accept' or 'policy [fwd] drop'");
+	*policy = argv[0][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+	return 0;
 }
 
 static int ruleset_push(struct kml_filter_ruleset *rs,
@@ -407,11 +452,19 @@ static int parse_line(char *line, unsigned int lineno, struct kml_filter_ruleset
 	if (!n)
 		return 0;
 	if (!strcmp(words[0], "policy")) {
-		if (n != 2 || (strcmp(words[1], "accept") && strcmp(words[1], "drop")))
-			return fail(err, errlen, "give 'policy accept' or 'policy drop'");
-		if (rs->policy)
-			return fail(err, errlen, "a second policy line");
-		rs->policy = words[1][0] == 'a' ? KML_FILTER_ACCEPT : KML_FILTER_DROP;
+		__u32 policy;
+		int fwd;
+
+		if (kml_filter_parse_policy(n - 1, words + 1, &policy, &fwd,
+					    err, errlen))
+			return -1;
+		if (fwd ? rs->policy_fwd : rs->policy)
+			return fail(err, errlen, fwd ? "a second 'policy fwd' line" :
+					   "a second policy line");
+		if (fwd)
+			rs->policy_fwd = policy;
+		else
+			rs->policy = policy;
 		return 0;
 	}
 	if (kml_filter_parse_rule_words(n, words, &r, NULL, rs->flags, err, errlen))
@@ -560,7 +613,7 @@ static void put_ports(char *buf, size_t len, size_t *at, const char *key,
  * kml_filter_format_rule() - a rule in the words kml_filter_parse_rule() reads
  * @r: a valid rule
  * @buf: output
- * @len: its size; 200 bytes always suffice
+ * @len: its size; 216 bytes always suffice
  *
  * Return: the length of the text, or -1 if it did not fit.
  */
@@ -570,8 +623,11 @@ int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 	size_t k, at = 0;
 
 	put(buf, len, &at, "%s", kml_filter_verdict_name(r->action));
+	/* in and out is what no direction word means */
 	if (r->dir != KML_FILTER_DIR_BOTH)
-		put(buf, len, &at, " %s", r->dir == KML_FILTER_DIR_IN ? "in" : "out");
+		for (k = 0; k < sizeof(kml_dirs) / sizeof(kml_dirs[0]); k++)
+			if (r->dir & kml_dirs[k].dir)
+				put(buf, len, &at, " %s", kml_dirs[k].name);
 	/* an address names the family already */
 	if (r->family && !r->src_len && !r->dst_len)
 		put(buf, len, &at, " ipv%u", r->family);

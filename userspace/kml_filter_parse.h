@@ -3,12 +3,14 @@
  * kml-filter's rule language, shared by the client, the selftests, host
  * tests and the fuzz target. One rule is a list of words in any order:
  *
- *	accept|drop  [in|out]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
+ *	accept|drop  [in] [out] [fwd]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
  *	[src ADDR[/LEN]]  [dst ADDR[/LEN]]  [sport P[-Q]]  [dport P[-Q]]
  *	[ct STATE[,STATE...]]   (new established related invalid untracked)
  *
- * A rule file has one rule per line, '#' comments, blank lines, and at
- * most one "policy accept|drop" line.
+ * The direction words add up; none means in and out (not fwd). A rule
+ * file has one rule per line, '#' comments, blank lines, and at most one
+ * "policy accept|drop" line (in and out) and one "policy fwd accept|drop"
+ * line (forwarded packets).
  */
 #ifndef KML_FILTER_PARSE_H
 #define KML_FILTER_PARSE_H
@@ -22,6 +24,7 @@ struct kml_filter_ruleset {
 	unsigned int count;
 	unsigned int cap;
 	__u32 policy;		/* 0 when the file has no policy line */
+	__u32 policy_fwd;	/* 0 when it has no "policy fwd" line */
 	unsigned int flags;	/* kml_filter_parse_rule_words()'s, set before parsing */
 };
 
@@ -46,6 +49,8 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 int kml_filter_parse_file(const char *buf, size_t len,
 			  struct kml_filter_ruleset *rs, char *err,
 			  size_t errlen);
+int kml_filter_parse_policy(int argc, char *const argv[], __u32 *policy,
+			    int *fwd, char *err, size_t errlen);
 void kml_filter_ruleset_free(struct kml_filter_ruleset *rs);
 int kml_filter_file_line_words(const char *buf, size_t len, unsigned int lineno,
 			       char *line, size_t linelen, char **words, int max);

@@ -18,14 +18,20 @@ struct kml_filter_net *kml_filter_pernet(const struct net *net);
 
 /**
  * struct kml_filter_state - a namespace's filter at one moment
- * @info: what KML_FILTER_IOC_GET_INFO reports
+ * @info: what KML_FILTER_IOC_GET_INFO reports (its policy is the in/out one)
  * @mem_bytes: bytes its sets take, the current one and any being built
  * @mem_limit: what they may take (net_mem_max)
+ * @policy_fwd: the forward hook's policy
+ * @policy_fwd_packets: forwarded packets it decided
+ * @policy_fwd_bytes: their bytes
  */
 struct kml_filter_state {
 	struct kml_filter_info info;
 	u64 mem_bytes;
 	u64 mem_limit;
+	u32 policy_fwd;
+	u64 policy_fwd_packets;
+	u64 policy_fwd_bytes;
 };
 
 void kml_filter_get_state(struct kml_filter_net *fn,
@@ -35,7 +41,8 @@ int kml_filter_insert(struct kml_filter_net *fn,
 int kml_filter_delete(struct kml_filter_net *fn,
 		      const struct kml_filter_rule *match, u32 index);
 int kml_filter_flush(struct kml_filter_net *fn);
-int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy);
+int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy,
+			  u32 policy_fwd);
 void kml_filter_rejected(void);
 
 /*
@@ -51,7 +58,7 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 		    void *arg, u32 *nrules, u64 *generation);
 
 int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 *id);
+			   u32 policy, u32 policy_fwd, u32 *id);
 int kml_filter_stage_rules(struct kml_filter_net *fn, u32 owner, u32 id,
 			   const struct kml_filter_rule *rules, u32 n);
 int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id);

@@ -93,7 +93,7 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 		    r->family == KML_FILTER_FAMILY_IPV4)) {
 		bad = "protocol of the other family";
 		at = KML_FILTER_F_PROTO;
-	} else if (!r->dir || (r->dir & ~KML_FILTER_DIR_BOTH)) {
+	} else if (!r->dir || (r->dir & ~KML_FILTER_DIR_ALL)) {
 		bad = "bad direction";
 		at = KML_FILTER_F_DIR;
 	} else if (r->action != KML_FILTER_ACCEPT &&
@@ -296,14 +296,14 @@ size_t kml_filter_index_mem(__u32 nrules)
 }
 
 /**
- * kml_filter_ctr_bytes() - one CPU's counters for @nrules rules and the policy
+ * kml_filter_ctr_bytes() - one CPU's counters for @nrules rules and the policies
  * @nrules: rules in the set
  *
  * Return: the size, rounded up so no two CPUs' counters share a cache line.
  */
 __u64 kml_filter_ctr_bytes(__u32 nrules)
 {
-	__u64 n = ((__u64)nrules + 1) * KML_FILTER_CTR_SIZE;
+	__u64 n = ((__u64)nrules + KML_FILTER_POLICY_SLOTS) * KML_FILTER_CTR_SIZE;
 
 	return (n + KML_FILTER_CTR_ALIGN - 1) & ~(__u64)(KML_FILTER_CTR_ALIGN - 1);
 }
@@ -314,8 +314,8 @@ __u64 kml_filter_ctr_bytes(__u32 nrules)
  * @ncpus: CPUs it keeps counters for (the kernel's nr_cpu_ids)
  *
  * The sum of the sizes kml_filter_set_alloc() passes: the set, its rules
- * (room for one at least), the index, the counts carried over and the
- * policy's, the per-CPU pointers and each CPU's counters. No overflow at
+ * (room for one at least), the index, the counts carried over (the
+ * rules' and the policies'), the per-CPU pointers and each CPU's counters. No overflow at
  * any @nrules and @ncpus a __u32 holds.
  *
  * Return: the size.
@@ -327,7 +327,7 @@ __u64 kml_filter_set_bytes(__u32 nrules, __u32 ncpus)
 	return KML_FILTER_SET_SIZE +
 	       rules * sizeof(struct kml_filter_rule) +
 	       kml_filter_index_mem(nrules) +
-	       ((__u64)nrules + 1) * KML_FILTER_CTR_SIZE +
+	       ((__u64)nrules + KML_FILTER_POLICY_SLOTS) * KML_FILTER_CTR_SIZE +
 	       (__u64)ncpus * (KML_FILTER_PTR_SIZE + kml_filter_ctr_bytes(nrules));
 }
 
@@ -697,5 +697,12 @@ void kml_filter_ipv6_upper(struct kml_filter_pkt *p, int proto, __u16 fragoff,
  * ip6_finish_output()), so only a raw socket sends fragments through the
  * hook: those are judged like any packet, by the protocol their header
  * names and without ports, for IPv4 and IPv6 alike.
+ *
+ * A router does not reassemble what it forwards (without conntrack's
+ * defragmentation, which the test kernel does not have), so forwarded
+ * fragments are judged one by one as well: a later fragment matches only
+ * rules without ports, and else meets the forward policy. That is what
+ * an nftables forward chain without conntrack does, and it never lets a
+ * fragment slip past "policy fwd drop".
  */
 

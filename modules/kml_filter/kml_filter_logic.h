@@ -22,7 +22,8 @@
  * struct kml_filter_pkt - what a rule can look at in a packet
  * @family: %KML_FILTER_FAMILY_IPV4 or _IPV6
  * @proto: IP protocol (IPv6: after the extension headers)
- * @dir: %KML_FILTER_DIR_IN or %KML_FILTER_DIR_OUT
+ * @dir: %KML_FILTER_DIR_IN, %KML_FILTER_DIR_OUT or %KML_FILTER_DIR_FWD,
+ *	one bit: the hook that sees it
  * @has_ports: @sport and @dport are valid (TCP/UDP, not a later fragment)
  * @sport: source port, host byte order
  * @dport: destination port
@@ -186,11 +187,26 @@ size_t kml_filter_index_mem(__u32 nrules);
  * @KML_FILTER_PTR_SIZE: one CPU's entry in the array of counter pointers
  * @KML_FILTER_CTR_SIZE: one rule's counters, per CPU and carried over
  * @KML_FILTER_CTR_ALIGN: each CPU's counters are rounded up to this
+ * @KML_FILTER_POLICY_SLOTS: counter slots past the rules' ones: the in/out
+ *	policy's (slot nrules) and the forward policy's (nrules + 1)
  */
-#define KML_FILTER_SET_SIZE	600
+#define KML_FILTER_SET_SIZE	608
 #define KML_FILTER_PTR_SIZE	8
 #define KML_FILTER_CTR_SIZE	16
 #define KML_FILTER_CTR_ALIGN	64
+#define KML_FILTER_POLICY_SLOTS	2
+
+/**
+ * kml_filter_policy_slot() - the counter slot of the policy for a hook
+ * @nrules: rules in the set
+ * @dir: the packet's direction, one bit
+ *
+ * Return: @nrules for in and out, @nrules + 1 for forward.
+ */
+static inline __u32 kml_filter_policy_slot(__u32 nrules, __u8 dir)
+{
+	return nrules + (dir == KML_FILTER_DIR_FWD);
+}
 
 __u64 kml_filter_ctr_bytes(__u32 nrules);
 __u64 kml_filter_set_bytes(__u32 nrules, __u32 ncpus);

@@ -4,8 +4,12 @@
  *
  * The mechanism taught here is the netfilter hook: a function the IP
  * stack calls for every packet at a fixed point of its path (here
- * LOCAL_IN, packets for this host, and LOCAL_OUT, packets it sends, for
- * IPv4 and IPv6), which returns a verdict. Since 4.13 hooks belong to a
+ * LOCAL_IN, packets for this host, LOCAL_OUT, packets it sends, and
+ * FORWARD, packets it routes from one interface to another, for IPv4 and
+ * IPv6), which returns a verdict. One function serves every hook; which
+ * one called it (state->hook) is the packet's direction, which rules
+ * match on and which picks the policy: a namespace has one for its own
+ * traffic (in and out) and one for what it forwards. Since 4.13 hooks belong to a
  * network namespace: a module registers them in every namespace through
  * a pernet_operations, whose init and exit run for each namespace that
  * exists or is created later, and keeps its per-namespace state in the
@@ -82,13 +86,16 @@ struct kml_filter_count {
 };
 
 /*
- * One immutable rule set. Counter slot nrules is the policy's. @base
- * holds counts carried over from earlier sets; only updaters touch it,
- * under the namespace's lock.
+ * One immutable rule set. @policy decides the in and out packets no rule
+ * matched, @policy_fwd the forwarded ones; counter slots nrules and
+ * nrules + 1 are theirs (kml_filter_policy_slot()). @base holds counts
+ * carried over from earlier sets; only updaters touch it, under the
+ * namespace's lock.
  */
 struct kml_filter_set {
 	u32 nrules;
 	u32 policy;
+	u32 policy_fwd;
 	struct kml_filter_rule *rules;
 	void *ixmem;
 	struct kml_filter_ctr **ctr;
@@ -104,6 +111,7 @@ struct kml_filter_txn {
 	u32 id;
 	u32 owner;		/* netlink portid of the socket that began it */
 	u32 policy;		/* 0: keep the current one */
+	u32 policy_fwd;		/* the forward hook's; 0: keep it */
 	u32 have;		/* rules received so far, of set->nrules */
 	u64 generation;		/* the namespace's when it began */
 	struct kml_filter_set *set;
@@ -147,6 +155,7 @@ enum {
 	ST_REJECTED,
 	ST_MALFORMED,
 	ST_FRAGMENTS_PASSED,
+	ST_PACKETS_FWD,
 };
 
 static const struct kml_stats_desc kml_filter_stats_desc[] = {
@@ -158,6 +167,7 @@ static const struct kml_stats_desc kml_filter_stats_desc[] = {
 	[ST_REJECTED]		= { "rejected_updates", KML_STAT_COUNTER },
 	[ST_MALFORMED]		= { "malformed", KML_STAT_COUNTER },
 	[ST_FRAGMENTS_PASSED]	= { "fragments_passed", KML_STAT_COUNTER },
+	[ST_PACKETS_FWD]	= { "packets_fwd", KML_STAT_COUNTER },
 };
 
 static struct kml_stats_set *kml_filter_stats;
@@ -299,13 +309,14 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	set->rules = kvcalloc(max(nrules, 1U), sizeof(*set->rules),
 			      GFP_KERNEL_ACCOUNT);
 	set->ixmem = kvmalloc(kml_filter_index_mem(nrules), GFP_KERNEL_ACCOUNT);
-	set->base = kvcalloc(nrules + 1, sizeof(*set->base), GFP_KERNEL_ACCOUNT);
+	set->base = kvcalloc(nrules + KML_FILTER_POLICY_SLOTS, sizeof(*set->base),
+			     GFP_KERNEL_ACCOUNT);
 	set->ctr = kcalloc(nr_cpu_ids, sizeof(*set->ctr), GFP_KERNEL_ACCOUNT);
 	if (!set->rules || !set->ixmem || !set->base || !set->ctr)
 		goto fail;
 	asked = sizeof(*set) + max(nrules, 1U) * sizeof(*set->rules) +
 		kml_filter_index_mem(nrules) +
-		(nrules + 1) * sizeof(*set->base) +
+		(nrules + KML_FILTER_POLICY_SLOTS) * sizeof(*set->base) +
 		nr_cpu_ids * sizeof(*set->ctr);
 	/*
 	 * Rounded to KML_FILTER_CTR_ALIGN, a cache line on x86 and arm64:
@@ -329,9 +340,11 @@ fail:
 	return NULL;
 }
 
-static void kml_filter_set_build(struct kml_filter_set *set, u32 policy)
+static void kml_filter_set_build(struct kml_filter_set *set, u32 policy,
+				 u32 policy_fwd)
 {
 	set->policy = policy;
+	set->policy_fwd = policy_fwd;
 	kml_filter_index_build(&set->ix, set->rules, set->nrules, set->ixmem);
 }
 
@@ -359,6 +372,36 @@ struct kml_filter_net *kml_filter_pernet(const struct net *net)
 }
 
 /* ---- the packet path ---- */
+
+/* The hook that called is the packet's direction. */
+static u8 kml_filter_dir(const struct nf_hook_state *state)
+{
+	switch (state->hook) {
+	case NF_INET_LOCAL_IN:
+		return KML_FILTER_DIR_IN;
+	case NF_INET_FORWARD:
+		return KML_FILTER_DIR_FWD;
+	default:
+		return KML_FILTER_DIR_OUT;
+	}
+}
+
+/* Every packet seen is counted by direction in kml_stats. */
+static void kml_filter_count_dir(u8 dir, u64 packets)
+{
+	kml_filter_count(dir == KML_FILTER_DIR_IN ? ST_PACKETS_IN :
+			 dir == KML_FILTER_DIR_FWD ? ST_PACKETS_FWD :
+			 ST_PACKETS_OUT, packets);
+}
+
+/*
+ * The policy for a packet no rule matched: forwarded packets have their
+ * own, so that a host's "policy drop" does not cut off what it routes.
+ */
+static u32 kml_filter_policy(const struct kml_filter_set *set, u8 dir)
+{
+	return dir == KML_FILTER_DIR_FWD ? set->policy_fwd : set->policy;
+}
 
 /*
  * The bytes of headers each segment of a GSO packet repeats: the IP
@@ -399,8 +442,7 @@ static u32 kml_filter_parse(const struct sk_buff *skb,
 	u8 _h[sizeof(struct ipv6hdr)], _ports[4];
 	const u8 *h;
 
-	p->dir = state->hook == NF_INET_LOCAL_IN ? KML_FILTER_DIR_IN :
-						   KML_FILTER_DIR_OUT;
+	p->dir = kml_filter_dir(state);
 	if (state->pf == NFPROTO_IPV4) {
 		h = skb_header_pointer(skb, off, sizeof(struct iphdr), _h);
 		thoff = kml_filter_parse_ipv4(p, h, len, gso_tcp);
@@ -443,8 +485,7 @@ static bool kml_filter_policy_only(const struct sk_buff *skb,
 	if (state->pf != NFPROTO_IPV4 || skb_is_gso(skb) ||
 	    trace_verdict_enabled())
 		return false;
-	*dir = state->hook == NF_INET_LOCAL_IN ? KML_FILTER_DIR_IN :
-						 KML_FILTER_DIR_OUT;
+	*dir = kml_filter_dir(state);
 	return kml_filter_ipv4_plain(skb_header_pointer(skb, off, sizeof(_h), _h),
 				     skb->len - off, *dir);
 }
@@ -471,10 +512,9 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	if (!set->nrules && kml_filter_policy_only(skb, state, &pkt.dir)) {
 		packets = 1;
 		bytes = skb->len - skb_network_offset(skb);
-		kml_filter_count(pkt.dir == KML_FILTER_DIR_IN ? ST_PACKETS_IN :
-				 ST_PACKETS_OUT, 1);
-		idx = set->nrules;
-		verdict = set->policy;
+		kml_filter_count_dir(pkt.dir, 1);
+		idx = kml_filter_policy_slot(set->nrules, pkt.dir);
+		verdict = kml_filter_policy(set, pkt.dir);
 		goto count;
 	}
 	hdrlen = kml_filter_parse(skb, state, set, &pkt);
@@ -483,8 +523,7 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 			skb_is_gso(skb) ? skb_shinfo(skb)->gso_segs : 0,
 			skb_is_gso(skb) ? skb_shinfo(skb)->gso_size : 0,
 			hdrlen, &packets, &bytes);
-	kml_filter_count(pkt.dir == KML_FILTER_DIR_IN ? ST_PACKETS_IN :
-			 ST_PACKETS_OUT, packets);
+	kml_filter_count_dir(pkt.dir, packets);
 	/* malformed: kml_filter_logic.c says which the rules may judge */
 	if (unlikely(pkt.malformed)) {
 		kml_filter_count(ST_MALFORMED, packets);
@@ -503,13 +542,14 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 
 	/* LAB filter 3: find the first rule @pkt matches
 	 * (kml_filter_lookup()): its index and action; if none matches
-	 * (KML_FILTER_NOMATCH), the set's policy decides, counted in slot
-	 * set->nrules.
+	 * (KML_FILTER_NOMATCH), the set's policy for the packet's hook
+	 * decides (kml_filter_policy()), counted in its slot
+	 * (kml_filter_policy_slot()).
 	 */
 	idx = kml_filter_lookup(&set->ix, &pkt);
 	if (idx == KML_FILTER_NOMATCH) {
-		idx = set->nrules;
-		verdict = set->policy;
+		idx = kml_filter_policy_slot(set->nrules, pkt.dir);
+		verdict = kml_filter_policy(set, pkt.dir);
 	} else {
 		verdict = set->rules[idx].action;
 	}
@@ -567,6 +607,19 @@ static const struct nf_hook_ops kml_filter_ops[] = {
 		.hooknum	= NF_INET_LOCAL_OUT,
 		.priority	= NF_IP6_PRI_FILTER,
 	},
+	/* routed packets, once the namespace forwards (ip_forward=1) */
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV4,
+		.hooknum	= NF_INET_FORWARD,
+		.priority	= NF_IP_PRI_FILTER,
+	},
+	{
+		.hook		= kml_filter_hook,
+		.pf		= NFPROTO_IPV6,
+		.hooknum	= NF_INET_FORWARD,
+		.priority	= NF_IP6_PRI_FILTER,
+	},
 };
 
 /* ---- updates ---- */
@@ -598,7 +651,7 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 	 * lockdep_is_held()), then wait out every packet that may still be
 	 * reading the old set (synchronize_rcu()). Only then are the old
 	 * counts final: carry them over (kml_filter_old_index() maps a new
-	 * index to the old one; the policy's slot is always carried), bump
+	 * index to the old one; the policies' slots are always carried), bump
 	 * fn->generation and ST_UPDATES, and free the old set.
 	 */
 	old = rcu_replace_pointer(fn->set, set, lockdep_is_held(&fn->lock));
@@ -608,7 +661,8 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 		if (from != KML_FILTER_NOMATCH)
 			set->base[i] = kml_filter_sum(old, from);
 	}
-	set->base[set->nrules] = kml_filter_sum(old, old->nrules);
+	for (i = 0; i < KML_FILTER_POLICY_SLOTS; i++)
+		set->base[set->nrules + i] = kml_filter_sum(old, old->nrules + i);
 	fn->generation++;
 	kml_stats_inc(kml_filter_stats, ST_UPDATES);
 	kml_filter_set_free(old);
@@ -708,8 +762,8 @@ static bool kml_filter_policy_ok(u32 policy)
 void kml_filter_get_state(struct kml_filter_net *fn,
 			  struct kml_filter_state *st)
 {
+	struct kml_filter_count pc, fc;
 	struct kml_filter_set *set;
-	struct kml_filter_count pc;
 
 	memset(st, 0, sizeof(*st));
 	st->info.abi_version = KML_FILTER_ABI_VERSION;
@@ -718,12 +772,18 @@ void kml_filter_get_state(struct kml_filter_net *fn,
 	set = kml_filter_current(fn);
 	st->info.nrules = set->nrules;
 	st->info.policy = set->policy;
+	st->policy_fwd = set->policy_fwd;
 	st->info.generation = fn->generation;
-	pc = kml_filter_sum(set, set->nrules);
+	pc = kml_filter_sum(set, kml_filter_policy_slot(set->nrules,
+							KML_FILTER_DIR_IN));
+	fc = kml_filter_sum(set, kml_filter_policy_slot(set->nrules,
+							KML_FILTER_DIR_FWD));
 	st->mem_bytes = kml_filter_bytes(set->nrules) + fn->building;
 	mutex_unlock(&fn->lock);
 	st->info.policy_packets = pc.packets;
 	st->info.policy_bytes = pc.bytes;
+	st->policy_fwd_packets = fc.packets;
+	st->policy_fwd_bytes = fc.bytes;
 	st->mem_limit = READ_ONCE(net_mem_max);
 }
 
@@ -782,7 +842,8 @@ static int kml_filter_replace(struct kml_filter_net *fn,
 	if (ret)
 		goto fail;
 	mutex_lock(&fn->lock);
-	kml_filter_set_build(set, r.policy ?: kml_filter_current(fn)->policy);
+	kml_filter_set_build(set, r.policy ?: kml_filter_current(fn)->policy,
+			     kml_filter_current(fn)->policy_fwd);
 	ret = kml_filter_publish(fn, set, KML_CARRY_NONE, 0);
 	kml_filter_unreserve(fn, r.count);
 	mutex_unlock(&fn->lock);
@@ -799,11 +860,11 @@ fail:
 
 /*
  * Copy of the current set with one rule inserted at @at (@rule) or
- * deleted at @at (@rule NULL), and/or another policy.
+ * deleted at @at (@rule NULL), and/or other policies (0: the same).
  */
 static int kml_filter_edit(struct kml_filter_net *fn,
 			   const struct kml_filter_rule *rule, u32 at,
-			   bool del, u32 policy)
+			   bool del, u32 policy, u32 policy_fwd)
 {
 	struct kml_filter_set *old = kml_filter_current(fn), *set;
 	u32 n = old->nrules;
@@ -837,7 +898,8 @@ static int kml_filter_edit(struct kml_filter_net *fn,
 		memcpy(set->rules + at + !!rule, old->rules + at + del,
 		       (n - at - !!rule) * sizeof(*rule));
 	}
-	kml_filter_set_build(set, policy ?: old->policy);
+	kml_filter_set_build(set, policy ?: old->policy,
+			     policy_fwd ?: old->policy_fwd);
 	ret = kml_filter_publish(fn, set, carry, at);
 	kml_filter_unreserve(fn, n);
 	if (ret)
@@ -868,7 +930,7 @@ int kml_filter_insert(struct kml_filter_net *fn,
 	if (kml_filter_rule_check(rule, NULL))
 		return -EINVAL;
 	mutex_lock(&fn->lock);
-	ret = kml_filter_edit(fn, rule, position, false, 0);
+	ret = kml_filter_edit(fn, rule, position, false, 0, 0);
 	mutex_unlock(&fn->lock);
 	return ret;
 }
@@ -908,7 +970,7 @@ int kml_filter_delete(struct kml_filter_net *fn,
 			if (!memcmp(&set->rules[i], match, sizeof(*match)))
 				break;
 	if (i < set->nrules)
-		ret = kml_filter_edit(fn, NULL, i, true, 0);
+		ret = kml_filter_edit(fn, NULL, i, true, 0, 0);
 	mutex_unlock(&fn->lock);
 	return ret;
 }
@@ -927,7 +989,8 @@ int kml_filter_flush(struct kml_filter_net *fn)
 	mutex_lock(&fn->lock);
 	if (set) {
 		/* no rule, no conntrack: cannot fail */
-		kml_filter_set_build(set, kml_filter_current(fn)->policy);
+		kml_filter_set_build(set, kml_filter_current(fn)->policy,
+				     kml_filter_current(fn)->policy_fwd);
 		kml_filter_publish(fn, set, KML_CARRY_NONE, 0);
 	}
 	kml_filter_unreserve(fn, 0);
@@ -935,14 +998,18 @@ int kml_filter_flush(struct kml_filter_net *fn)
 	return set ? 0 : -ENOMEM;
 }
 
-int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy)
+/* The in/out policy, the forward one or both; 0 keeps one as it is. */
+int kml_filter_set_policy(struct kml_filter_net *fn, u32 policy,
+			  u32 policy_fwd)
 {
 	int ret;
 
-	if (!kml_filter_policy_ok(policy))
+	if ((!policy && !policy_fwd) ||
+	    (policy && !kml_filter_policy_ok(policy)) ||
+	    (policy_fwd && !kml_filter_policy_ok(policy_fwd)))
 		return -EINVAL;
 	mutex_lock(&fn->lock);
-	ret = kml_filter_edit(fn, NULL, 0, false, policy);
+	ret = kml_filter_edit(fn, NULL, 0, false, policy, policy_fwd);
 	mutex_unlock(&fn->lock);
 	return ret;
 }
@@ -954,7 +1021,10 @@ static int kml_filter_ioc_policy(struct kml_filter_net *fn,
 
 	if (get_user(policy, up))
 		return -EFAULT;
-	return kml_filter_set_policy(fn, policy);
+	/* ABI 2: the in and out policy; 0 is no policy, not "keep" */
+	if (!kml_filter_policy_ok(policy))
+		return -EINVAL;
+	return kml_filter_set_policy(fn, policy, 0);
 }
 
 u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
@@ -1072,13 +1142,14 @@ static void kml_filter_txn_end(struct kml_filter_net *fn)
  * out of it is said before any rule is sent (-ENOSPC).
  */
 int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
-			   u32 policy, u32 *id)
+			   u32 policy, u32 policy_fwd, u32 *id)
 {
 	struct kml_filter_txn *txn;
 	int ret;
 
 	if (nrules > KML_FILTER_MAX_RULES ||
-	    (policy && !kml_filter_policy_ok(policy)))
+	    (policy && !kml_filter_policy_ok(policy)) ||
+	    (policy_fwd && !kml_filter_policy_ok(policy_fwd)))
 		return -EINVAL;
 	txn = kzalloc(sizeof(*txn), GFP_KERNEL_ACCOUNT);
 	if (!txn)
@@ -1100,6 +1171,7 @@ int kml_filter_stage_begin(struct kml_filter_net *fn, u32 owner, u32 nrules,
 	txn->id = ++fn->txn_seq ?: ++fn->txn_seq;
 	txn->owner = owner;
 	txn->policy = policy;
+	txn->policy_fwd = policy_fwd;
 	txn->generation = fn->generation;
 	fn->txn = txn;
 	*id = txn->id;
@@ -1165,7 +1237,9 @@ int kml_filter_stage_commit(struct kml_filter_net *fn, u32 owner, u32 id)
 		ret = -EINVAL;
 	} else {
 		kml_filter_set_build(txn->set, txn->policy ?:
-				     kml_filter_current(fn)->policy);
+				     kml_filter_current(fn)->policy,
+				     txn->policy_fwd ?:
+				     kml_filter_current(fn)->policy_fwd);
 		ret = kml_filter_publish(fn, txn->set, KML_CARRY_NONE, 0);
 	}
 	if (txn && !ret) {
@@ -1294,7 +1368,8 @@ static int __net_init kml_filter_net_init(struct net *net)
 	set = kml_filter_set_alloc(0);
 	if (!set)
 		return -ENOMEM;
-	kml_filter_set_build(set, KML_FILTER_ACCEPT);
+	/* a new namespace accepts everything, its own and routed traffic */
+	kml_filter_set_build(set, KML_FILTER_ACCEPT, KML_FILTER_ACCEPT);
 	RCU_INIT_POINTER(fn->set, set);
 	/* LAB filter 1: register kml_filter_ops[] in @net
 	 * (nf_register_net_hooks()); on failure take the set back out and

@@ -31,7 +31,7 @@
 static const struct nla_policy kml_filter_rule_policy[KML_FILTER_RA_MAX + 1] = {
 	[KML_FILTER_RA_FAMILY]	= { .type = NLA_U8 },
 	[KML_FILTER_RA_PROTO]	= { .type = NLA_U8 },
-	[KML_FILTER_RA_DIR]	= NLA_POLICY_MASK(NLA_U8, KML_FILTER_DIR_BOTH),
+	[KML_FILTER_RA_DIR]	= NLA_POLICY_MASK(NLA_U8, KML_FILTER_DIR_ALL),
 	[KML_FILTER_RA_ACTION]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
 						   KML_FILTER_DROP),
 	[KML_FILTER_RA_SRC]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
@@ -59,6 +59,8 @@ static const struct nla_policy kml_filter_delrule_policy[KML_FILTER_A_MAX + 1] =
 static const struct nla_policy kml_filter_policy_policy[KML_FILTER_A_MAX + 1] = {
 	[KML_FILTER_A_POLICY]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
 						   KML_FILTER_DROP),
+	[KML_FILTER_A_POLICY_FWD] = NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						     KML_FILTER_DROP),
 };
 
 /* An address's bits in a rule of @family; 0: the family has no address. */
@@ -74,6 +76,8 @@ static struct netlink_range_validation kml_filter_nrules_range = {
 };
 
 static const struct nla_policy kml_filter_begin_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_POLICY_FWD] = NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
+						     KML_FILTER_DROP),
 	[KML_FILTER_A_NRULES]	= NLA_POLICY_FULL_RANGE(NLA_U32,
 							&kml_filter_nrules_range),
 	[KML_FILTER_A_POLICY]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
@@ -289,7 +293,12 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes,
 			      KML_FILTER_A_PAD) ||
 	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit,
-			      KML_FILTER_A_PAD)) {
+			      KML_FILTER_A_PAD) ||
+	    nla_put_u8(msg, KML_FILTER_A_POLICY_FWD, st.policy_fwd) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_FWD_PACKETS,
+			      st.policy_fwd_packets, KML_FILTER_A_PAD) ||
+	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_FWD_BYTES,
+			      st.policy_fwd_bytes, KML_FILTER_A_PAD)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
@@ -362,14 +371,24 @@ static int kml_filter_nl_flush(struct sk_buff *skb, struct genl_info *info)
 				  info);
 }
 
+/*
+ * The in/out policy, the forward one, or both in one change. Without
+ * either, the in/out one is named missing: it is the one an older
+ * client means.
+ */
 static int kml_filter_nl_policy(struct sk_buff *skb, struct genl_info *info)
 {
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_POLICY)) {
+	const struct nlattr *pol = info->attrs[KML_FILTER_A_POLICY];
+	const struct nlattr *fwd = info->attrs[KML_FILTER_A_POLICY_FWD];
+
+	if (!fwd && GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_POLICY)) {
 		GENL_SET_ERR_MSG(info, "SET_POLICY needs a policy");
 		return kml_filter_nl_done(-EINVAL, info);
 	}
 	return kml_filter_nl_done(kml_filter_set_policy(kml_filter_nl_net(info),
-			nla_get_u8(info->attrs[KML_FILTER_A_POLICY])), info);
+							pol ? nla_get_u8(pol) : 0,
+							fwd ? nla_get_u8(fwd) : 0),
+				  info);
 }
 
 /*
@@ -442,6 +461,7 @@ static int kml_filter_nl_getrule(struct sk_buff *skb,
 static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 {
 	const struct nlattr *policy = info->attrs[KML_FILTER_A_POLICY];
+	const struct nlattr *fwd = info->attrs[KML_FILTER_A_POLICY_FWD];
 	struct kml_filter_net *fn = kml_filter_nl_net(info);
 	struct sk_buff *msg;
 	void *hdr;
@@ -457,7 +477,8 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 	ret = kml_filter_stage_begin(fn, info->snd_portid,
 				     nla_get_u32(info->attrs[KML_FILTER_A_NRULES]),
-				     policy ? nla_get_u8(policy) : 0, &id);
+				     policy ? nla_get_u8(policy) : 0,
+				     fwd ? nla_get_u8(fwd) : 0, &id);
 	if (ret == -EBUSY)
 		GENL_SET_ERR_MSG(info, "another replace is in progress in this namespace");
 	if (ret) {

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * kml_filter's tracepoint: one event per verdict, from the netfilter hook
- * (softirq for received packets, process context for sent ones). Off, it
- * costs the hook one not-taken branch per packet. The fields are the ones
- * a rule matches on, so a filter expression can pick the packets one rule
- * is about: "rule == 0", "verdict == 2 && dport == 9000".
+ * (softirq for received and forwarded packets, process context for sent
+ * ones). Off, it costs the hook one not-taken branch per packet. The
+ * fields are the ones a rule matches on, so a filter expression can pick
+ * the packets one rule is about: "rule == 0",
+ * "verdict == 2 && dport == 9000".
  * See kml_sensor_trace.h for the multi-read layout.
  */
 #undef TRACE_SYSTEM
@@ -59,7 +60,8 @@ TRACE_EVENT(verdict,
 			   __entry->dir = pkt->dir;),
 	    TP_printk("%s ipv%u proto=%u %pI6c:%u > %pI6c:%u len=%u rule=%d verdict=%s",
 		      __print_symbolic(__entry->dir, { KML_FILTER_DIR_IN, "in" },
-				       { KML_FILTER_DIR_OUT, "out" }),
+				       { KML_FILTER_DIR_OUT, "out" },
+				       { KML_FILTER_DIR_FWD, "fwd" }),
 		      __entry->family, __entry->proto, __entry->saddr,
 		      __entry->sport, __entry->daddr, __entry->dport, __entry->len,
 		      __entry->rule,

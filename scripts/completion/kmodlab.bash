@@ -294,8 +294,8 @@ _kml_filter_ct_states()
 }
 
 # The words of a rule (userspace/kml_filter_parse.h) not given yet: one of
-# each group, each of src dst sport dport ct once, none after a word that
-# takes a value but the states after ct.
+# each group, each direction (they add up) and each of src dst sport dport
+# ct once, none after a word that takes a value but the states after ct.
 _kml_filter_rule()
 {
 	local words='' group g
@@ -304,7 +304,7 @@ _kml_filter_rule()
 	src | dst | sport | dport) return ;;
 	ct) _kml_filter_ct_states; return ;;
 	esac
-	for group in 'accept drop' 'in out' 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
+	for group in 'accept drop' in out fwd 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
 		src dst sport dport ct; do
 		read -ra g <<< "$group"
 		_kml_used "$1" "${g[@]}" || words+=" $group"
@@ -333,7 +333,13 @@ _kml_filter_complete()
 		fi
 		;;
 	del) _kml_filter_rule "$cmd_i" ;;
-	policy) ((n == 1)) && _kml_reply 'accept drop' ;;
+	policy)
+		if ((n == 1)); then
+			_kml_reply 'accept drop fwd'
+		elif ((n == 2)) && [[ $prev == fwd ]]; then
+			_kml_reply 'accept drop'
+		fi
+		;;
 	load)
 		if ((n == 1)); then
 			_kml_files

@@ -387,6 +387,31 @@ TEST(command_errors_exit_2_before_any_device)
 	}
 }
 
+/*
+ * kml-filter's direction and policy words: fwd is a rule word (checked
+ * before the device is opened, so a missing module is the only error),
+ * and the forward policy, which the ioctls cannot set, is refused with
+ * its reason before anything is opened.
+ */
+TEST(filter_fwd_words)
+{
+	static char out[4096], err[4096];
+
+	EXPECT_EQ(1, run("kml-filter", "add drop fwd udp dport 53", out, err));
+	EXPECT_NE(NULL, strstr(err, "not loaded")) TH_LOG("%s", err);
+	EXPECT_EQ(1, run("kml-filter", "del accept in fwd", out, err));
+	EXPECT_NE(NULL, strstr(err, "not loaded")) TH_LOG("%s", err);
+	EXPECT_EQ(2, run("kml-filter", "add drop fwd fwd", out, err));
+	EXPECT_NE(NULL, strstr(err, "'fwd' given twice")) TH_LOG("%s", err);
+	EXPECT_EQ(2, run("kml-filter", "policy fwd maybe", out, err));
+	EXPECT_NE(NULL, strstr(err, "'policy [fwd] accept'")) TH_LOG("%s", err);
+	EXPECT_EQ(2, run("kml-filter", "policy drop fwd", out, err));
+	/* a good forward policy goes to the family, missing here */
+	EXPECT_EQ(1, run("kml-filter", "policy fwd drop", out, err));
+	EXPECT_NE(NULL, strstr(err, "not loaded")) TH_LOG("%s", err);
+	EXPECT_STREQ("", out);
+}
+
 /* --json after the command is the same as before it: then only the module is missing. */
 TEST(json_anywhere_on_the_line)
 {

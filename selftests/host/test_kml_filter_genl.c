@@ -298,7 +298,7 @@ TEST(no_check_parses_what_the_kernel_judges)
 	};
 	static const char *const syntax[] = {
 		"drop sctp", "drop dport", "drop dport 70000", "drop src 10.0.0.0/33",
-		"drop ipv4 src fd99::1", "drop in out", "drop dport 1 dport 2",
+		"drop ipv4 src fd99::1", "drop in in", "drop dport 1 dport 2",
 	};
 	struct kml_filter_rule r;
 	struct kml_filter_words w;
@@ -722,19 +722,22 @@ TEST(replace_begin_and_commit)
 
 	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
 			KML_FILTER_GENL_VERSION);
-	len = kml_filter_genl_put_begin(&m, 5000, KML_FILTER_DROP);
+	len = kml_filter_genl_put_begin(&m, 5000, KML_FILTER_DROP, KML_FILTER_ACCEPT);
 	ASSERT_LT(0, len);
 	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
 	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &v));
 	EXPECT_EQ(5000, v);
 	ASSERT_EQ(0, kml_nl_get_u8(&tb[KML_FILTER_A_POLICY], &p));
 	EXPECT_EQ(KML_FILTER_DROP, p);
+	ASSERT_EQ(0, kml_nl_get_u8(&tb[KML_FILTER_A_POLICY_FWD], &p));
+	EXPECT_EQ(KML_FILTER_ACCEPT, p);
 	/* a file without a policy line keeps the policy: no attribute */
 	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
 			KML_FILTER_GENL_VERSION);
-	len = kml_filter_genl_put_begin(&m, 0, 0);
+	len = kml_filter_genl_put_begin(&m, 0, 0, 0);
 	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
 	EXPECT_EQ(NULL, tb[KML_FILTER_A_POLICY].data);
+	EXPECT_EQ(NULL, tb[KML_FILTER_A_POLICY_FWD].data);
 	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &v));
 	EXPECT_EQ(0, v);
 

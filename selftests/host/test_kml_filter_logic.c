@@ -93,8 +93,15 @@ TEST(rule_check_rejects)
 	EXPECT_STREQ("protocol of the other family", why);
 	r = ok; r.dir = 0;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
-	r = ok; r.dir = 4;
+	EXPECT_STREQ("bad direction", why);
+	r = ok; r.dir = 8;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	EXPECT_STREQ("bad direction", why);
+	r = ok; r.dir = KML_FILTER_DIR_ALL | 0x80;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
+	/* every mask within in|out|fwd is a direction */
+	for (r.dir = 1; r.dir <= KML_FILTER_DIR_ALL; r.dir++)
+		EXPECT_EQ(0, kml_filter_rule_check(&r, NULL));
 	r = ok; r.action = 0;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
 	EXPECT_STREQ("bad action", why);
@@ -223,6 +230,53 @@ TEST(ct_state_match)
 	free(mem);
 }
 
+/*
+ * A rule without a direction word is in and out, as before the forward
+ * hook: it must not start matching routed packets. "fwd" does, alone or
+ * with the others.
+ */
+TEST(directions)
+{
+	static const struct {
+		const char *text;
+		__u8 dir;
+	} cases[] = {
+		{ "drop", KML_FILTER_DIR_BOTH },
+		{ "drop in", KML_FILTER_DIR_IN },
+		{ "drop out", KML_FILTER_DIR_OUT },
+		{ "drop fwd", KML_FILTER_DIR_FWD },
+		{ "drop in out", KML_FILTER_DIR_BOTH },
+		{ "drop fwd in", KML_FILTER_DIR_IN | KML_FILTER_DIR_FWD },
+		{ "drop out fwd", KML_FILTER_DIR_OUT | KML_FILTER_DIR_FWD },
+		{ "drop in fwd out", KML_FILTER_DIR_ALL },
+	};
+	struct kml_filter_pkt p = pkt4("10.1.2.3", "10.4.5.6", 17, 1, 2, 0);
+	struct kml_filter_rule r;
+	char err[256];
+	unsigned int i, d;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, parse(cases[i].text, &r, err)) TH_LOG("%s: %s", cases[i].text, err);
+		EXPECT_EQ(cases[i].dir, r.dir) TH_LOG("%s", cases[i].text);
+		for (d = 0; d < 3; d++) {
+			p.dir = 1 << d;
+			EXPECT_EQ(!!(cases[i].dir & p.dir), kml_filter_match(&r, &p))
+				TH_LOG("%s, packet dir %u", cases[i].text, p.dir);
+		}
+	}
+	EXPECT_EQ(5, kml_filter_policy_slot(5, KML_FILTER_DIR_IN));
+	EXPECT_EQ(5, kml_filter_policy_slot(5, KML_FILTER_DIR_OUT));
+	EXPECT_EQ(6, kml_filter_policy_slot(5, KML_FILTER_DIR_FWD));
+	/* forwarded fragments are judged: nothing reassembles them here */
+	memset(&p, 0, sizeof(p));
+	p.family = KML_FILTER_FAMILY_IPV4;
+	p.later_frag = 1;
+	p.dir = KML_FILTER_DIR_FWD;
+	EXPECT_FALSE(kml_filter_first_fragment_decides(&p));
+	p.dir = KML_FILTER_DIR_IN;
+	EXPECT_TRUE(kml_filter_first_fragment_decides(&p));
+}
+
 TEST(match_fields)
 {
 	struct kml_filter_rule r;
@@ -233,6 +287,8 @@ TEST(match_fields)
 	ASSERT_EQ(0, parse("drop in tcp src 10.0.0.0/8 dport 20-25", &r, err));
 	EXPECT_TRUE(kml_filter_match(&r, &p));
 	p.dir = KML_FILTER_DIR_OUT;
+	EXPECT_FALSE(kml_filter_match(&r, &p));
+	p.dir = KML_FILTER_DIR_FWD;
 	EXPECT_FALSE(kml_filter_match(&r, &p));
 	p.dir = KML_FILTER_DIR_IN;
 	p.dport = 26;
@@ -293,7 +349,7 @@ static void random_rule(struct kml_filter_rule *r, unsigned int *seed)
 		memset(r, 0, sizeof(*r));
 		r->family = (__u8[]){ 0, 4, 6 }[v % 3];
 		r->proto = protos[rand_r(seed) % 5];
-		r->dir = 1 + rand_r(seed) % 3;
+		r->dir = 1 + rand_r(seed) % KML_FILTER_DIR_ALL;
 		r->action = 1 + rand_r(seed) % 2;
 		if (r->family) {
 			/* addresses from a tiny space, so rules and packets collide */
@@ -331,7 +387,7 @@ static void random_pkt(struct kml_filter_pkt *p, unsigned int *seed)
 	memset(p, 0, sizeof(*p));
 	p->family = rand_r(seed) % 2 ? 4 : 6;
 	p->proto = (__u8[]){ 1, 6, 17, 58, 47 }[rand_r(seed) % 5];
-	p->dir = 1 + rand_r(seed) % 2;
+	p->dir = 1 << rand_r(seed) % 3;
 	p->src[0] = p->dst[0] = p->family == 4 ? 10 : 0xfd;
 	p->src[p->family == 4 ? 3 : 15] = rand_r(seed) % 4;
 	p->dst[p->family == 4 ? 3 : 15] = rand_r(seed) % 4;
@@ -583,7 +639,7 @@ TEST(ipv4_plain_agrees_with_the_parse)
 	unsigned int seed = 777, i, plain = 0;
 
 	for (i = 0; i < 200000; i++) {
-		struct kml_filter_pkt p = { .dir = 1 + rand_r(&seed) % 2 };
+		struct kml_filter_pkt p = { .dir = 1 << rand_r(&seed) % 3 };
 		__u8 h[60];
 		__u32 len = rand_r(&seed) % 80;
 		bool want;
@@ -783,6 +839,10 @@ TEST(parse_and_format_round_trip)
 		"drop ct invalid",
 		"accept ct untracked",
 		"accept out icmpv6 src ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124 dst ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ct new,established,related,invalid,untracked",
+		"drop fwd udp dport 53",
+		"accept in fwd tcp",
+		"drop out fwd",
+		"accept in out fwd ipv6",
 	};
 	struct kml_filter_rule r, r2;
 	char err[256], text[256];
@@ -804,6 +864,13 @@ TEST(parse_and_format_round_trip)
 	EXPECT_EQ(KML_FILTER_CT_UNTRACKED | KML_FILTER_CT_RELATED | KML_FILTER_CT_NEW, r.ct_state);
 	kml_filter_format_rule(&r, text, sizeof(text));
 	EXPECT_STREQ("accept ct new,related,untracked", text);
+	/* in and out is the default, and so not written */
+	ASSERT_EQ(0, parse("accept out in", &r, err));
+	kml_filter_format_rule(&r, text, sizeof(text));
+	EXPECT_STREQ("accept", text);
+	ASSERT_EQ(0, parse("accept fwd out in", &r, err));
+	kml_filter_format_rule(&r, text, sizeof(text));
+	EXPECT_STREQ("accept in out fwd", text);
 	/* too small a buffer */
 	EXPECT_EQ(-1, kml_filter_format_rule(&r, text, 8));
 }
@@ -815,6 +882,8 @@ TEST(parse_errors)
 	} bad[] = {
 		{ "tcp dport 22", "the rule needs 'accept' or 'drop'" },
 		{ "drop drop", "'drop': that part of the rule is given twice" },
+		{ "drop in in", "'in' given twice" },
+		{ "drop fwd out fwd", "'fwd' given twice" },
 		{ "drop sctp", "unknown word 'sctp'" },
 		{ "drop src 10.0.0.0/33", "bad prefix length in '10.0.0.0/33': 0..32" },
 		{ "drop src 10.0.0.0/x", "bad prefix length in '10.0.0.0/x': 0..32" },
@@ -860,6 +929,7 @@ TEST(parse_file)
 		"\n"
 		"accept in tcp dport 22   # ssh\n"
 		"accept\tout\n"
+		"policy fwd drop\n"
 		"drop in udp";	/* no final newline */
 	struct kml_filter_ruleset rs = { 0 };
 	char err[300];
@@ -867,6 +937,7 @@ TEST(parse_file)
 	ASSERT_EQ(0, kml_filter_parse_file(good, strlen(good), &rs, err, sizeof(err)));
 	EXPECT_EQ(3, rs.count);
 	EXPECT_EQ(KML_FILTER_DROP, rs.policy);
+	EXPECT_EQ(KML_FILTER_DROP, rs.policy_fwd);
 	EXPECT_EQ(22, rs.rules[0].dport_lo);
 	EXPECT_EQ(KML_FILTER_DIR_OUT, rs.rules[1].dir);
 	kml_filter_ruleset_free(&rs);
@@ -880,7 +951,24 @@ TEST(parse_file)
 	EXPECT_STREQ("line 2: a second policy line", err);
 	kml_filter_ruleset_free(&rs);
 	ASSERT_EQ(-1, kml_filter_parse_file(LIT("policy maybe\n"), &rs, err, sizeof(err)));
-	EXPECT_STREQ("line 1: give 'policy accept' or 'policy drop'", err);
+	EXPECT_STREQ("line 1: give 'policy [fwd] accept' or 'policy [fwd] drop'", err);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("policy fwd\n"), &rs, err, sizeof(err)));
+	EXPECT_STREQ("line 1: give 'policy [fwd] accept' or 'policy [fwd] drop'", err);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(-1, kml_filter_parse_file(LIT("policy fwd accept\npolicy fwd drop\n"),
+					    &rs, err, sizeof(err)));
+	EXPECT_STREQ("line 2: a second 'policy fwd' line", err);
+	kml_filter_ruleset_free(&rs);
+	/* one of each is fine, and a file without leaves both 0 (unchanged) */
+	ASSERT_EQ(0, kml_filter_parse_file(LIT("policy fwd accept\npolicy drop\n"),
+					   &rs, err, sizeof(err)));
+	EXPECT_EQ(KML_FILTER_DROP, rs.policy);
+	EXPECT_EQ(KML_FILTER_ACCEPT, rs.policy_fwd);
+	kml_filter_ruleset_free(&rs);
+	ASSERT_EQ(0, kml_filter_parse_file(LIT("drop\n"), &rs, err, sizeof(err)));
+	EXPECT_EQ(0, rs.policy);
+	EXPECT_EQ(0, rs.policy_fwd);
 	kml_filter_ruleset_free(&rs);
 	ASSERT_EQ(-1, kml_filter_parse_file(LIT("accept\0drop\n"), &rs, err, sizeof(err)));
 	EXPECT_STREQ("line 1: NUL byte", err);
@@ -904,36 +992,39 @@ TEST(parse_file_many_rules)
 
 /*
  * The bytes one set asks the allocator for, by hand from
- * kml_filter_set_alloc(): the set (600), rules (56 each, one at least),
+ * kml_filter_set_alloc(): the set (608), rules (56 each, one at least),
  * index ((buckets + n) * 4, buckets the power of two >= 2n, 16 at least),
- * carried counts ((n + 1) * 16) and per CPU a pointer (8) and counters
- * ((n + 1) * 16 rounded up to 64).
+ * carried counts ((n + 2) * 16: the rules', the in/out policy's and the
+ * forward policy's) and per CPU a pointer (8) and counters ((n + 2) * 16
+ * rounded up to 64).
  */
 TEST(set_bytes_by_hand)
 {
-	EXPECT_EQ(600 + 56 + 16 * 4 + 16 + 1 * (8 + 64),
+	EXPECT_EQ(608 + 56 + 16 * 4 + 32 + 1 * (8 + 64),
 		  kml_filter_set_bytes(0, 1));
-	EXPECT_EQ(600 + 56 + 17 * 4 + 32 + 2 * (8 + 64),
+	EXPECT_EQ(608 + 56 + 17 * 4 + 48 + 2 * (8 + 64),
 		  kml_filter_set_bytes(1, 2));
-	EXPECT_EQ(600 + 8 * 56 + 24 * 4 + 144 + 4 * (8 + 192),
+	EXPECT_EQ(608 + 8 * 56 + 24 * 4 + 160 + 4 * (8 + 192),
 		  kml_filter_set_bytes(8, 4));
-	EXPECT_EQ(600 + 9 * 56 + (32 + 9) * 4 + 160 + 3 * (8 + 192),
+	EXPECT_EQ(608 + 9 * 56 + (32 + 9) * 4 + 176 + 3 * (8 + 192),
 		  kml_filter_set_bytes(9, 3));
 	/* the most rules on 64 CPUs: about 69 MiB */
-	EXPECT_EQ(72619112ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 64));
+	EXPECT_EQ(72619136ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 64));
 	EXPECT_EQ(64, kml_filter_ctr_bytes(0));
-	EXPECT_EQ(64, kml_filter_ctr_bytes(3));
-	EXPECT_EQ(128, kml_filter_ctr_bytes(4));
+	EXPECT_EQ(64, kml_filter_ctr_bytes(2));
+	EXPECT_EQ(128, kml_filter_ctr_bytes(3));
+	EXPECT_EQ(128, kml_filter_ctr_bytes(6));
+	EXPECT_EQ(192, kml_filter_ctr_bytes(7));
 }
 
 /* More than 4 GiB at the largest sizes: no 32-bit product on the way. */
 TEST(set_bytes_no_overflow)
 {
-	__u64 per_cpu = 8 + 1048640;	/* 65537 * 16 rounded up to 64 */
+	__u64 per_cpu = 8 + 1048640;	/* 65538 * 16 rounded up to 64 */
 
-	EXPECT_EQ(600ULL + 65536 * 56 + (131072 + 65536) * 4 + 65537 * 16 +
+	EXPECT_EQ(608ULL + 65536 * 56 + (131072 + 65536) * 4 + 65538 * 16 +
 		  8192 * per_cpu, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
-	EXPECT_EQ(8596030056ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
+	EXPECT_EQ(8596030080ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
 	EXPECT_LT(kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8191),
 		  kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
 	EXPECT_LT(kml_filter_set_bytes(KML_FILTER_MAX_RULES, 0xffffffffu) / 0xffffffffu,

@@ -201,8 +201,9 @@ static const char *a_addr(int v6)
 	return v6 ? "fd99::1" : "10.99.0.1";
 }
 
-/* A UDP receiver in A on @port and a sender in B connected to it. */
-static int udp_pair(const struct nets *n, int v6, int port, int *rx, int *tx)
+/* A UDP receiver in A on @port and a sender in B connected to @dst:@port. */
+static int udp_pair_to(const struct nets *n, int v6, const char *dst, int port,
+		       int *rx, int *tx)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -217,8 +218,14 @@ static int udp_pair(const struct nets *n, int v6, int port, int *rx, int *tx)
 	len = addr_of(v6, v6 ? "::" : "0.0.0.0", port, &ss);
 	if (bind(*rx, (struct sockaddr *)&ss, len))
 		return -1;
-	len = addr_of(v6, a_addr(v6), port, &ss);
+	len = addr_of(v6, dst, port, &ss);
 	return connect(*tx, (struct sockaddr *)&ss, len);
+}
+
+/* ... connected to A's own address */
+static int udp_pair(const struct nets *n, int v6, int port, int *rx, int *tx)
+{
+	return udp_pair_to(n, v6, a_addr(v6), port, rx, tx);
 }
 
 /* Datagrams that arrive until none has for @quiet_ms. */
@@ -286,6 +293,21 @@ static int udp_through(const struct nets *n, int v6, int port, int count,
 		       int want)
 {
 	return udp_through_len(n, v6, port, count, 100, want);
+}
+
+/* The same for datagrams B sends to @dst, which A receives (it routes there). */
+static int udp_through_to(const struct nets *n, int v6, const char *dst,
+			  int port, int count, int want)
+{
+	int rx, tx, got = -1;
+
+	if (!udp_pair_to(n, v6, dst, port, &rx, &tx)) {
+		udp_send(tx, count, 100);
+		got = udp_collect(rx, want, 300);
+	}
+	close(rx);
+	close(tx);
+	return got;
 }
 
 /* 1 if B connects to A:@port within @ms, 0 if not. */
@@ -1098,7 +1120,7 @@ TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 		switch (k) {
 		case 0: bad.family = 5; break;
 		case 1: bad.proto = 47; break;
-		case 2: bad.dir = 4; break;
+		case 2: bad.dir = 8; break;
 		case 3: bad.action = 3; break;
 		case 4: bad = good[1]; bad.src_len = 33; break;
 		case 5: bad.dport_lo = 23; bad.dport_hi = 22; break;
@@ -3427,7 +3449,7 @@ static void other_family(struct kml_filter_rule *r) { r->proto = KML_FILTER_PROT
 static void family_5(struct kml_filter_rule *r) { r->family = 5; }
 static void proto_7(struct kml_filter_rule *r) { r->proto = 7; }
 static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
-static void dir_4(struct kml_filter_rule *r) { r->dir = 4; }
+static void dir_8(struct kml_filter_rule *r) { r->dir = 8; }
 static void action_3(struct kml_filter_rule *r) { r->action = 3; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
 static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
@@ -3452,7 +3474,7 @@ static const struct refusal refusals[] = {
 	  KML_FILTER_RA_DST, 0 },
 	{ "drop tcp", reverse_sport, 0, "reversed port range", KML_FILTER_RA_SPORT_LO, 0 },
 	/* the policy's own checks, before the handler's */
-	{ "drop in", dir_4, 0, "", KML_FILTER_RA_DIR, 0 },
+	{ "drop in", dir_8, 0, "", KML_FILTER_RA_DIR, 0 },
 	{ "drop in", action_3, 0, "", KML_FILTER_RA_ACTION, 0 },
 	{ "drop in", no_edit, NO_ACTION, "a rule needs an action", -1, KML_FILTER_RA_ACTION },
 	{ "drop in", no_edit, NO_DIR, "a rule needs a direction", -1, KML_FILTER_RA_DIR },
@@ -3554,6 +3576,11 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	/* a policy out of range, and one of the wrong size */
 	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
 	at = kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 3);
+	EXPECT_EQ(-ERANGE, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ((__u32)at, err.offs);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
+	at = kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY_FWD, 0);
 	EXPECT_EQ(-ERANGE, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
@@ -4162,6 +4189,22 @@ TEST_F(nl, replace_belongs_to_its_socket)
 	EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err));
 	EXPECT_EQ(0, info_of(self->fd).nrules);
 	EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
+	/* ... and the forward hook's policy, alone */
+	{
+		struct nlinfo r;
+		__u8 v = 0;
+
+		nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
+		kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 0);
+		kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY_FWD, KML_FILTER_DROP);
+		ASSERT_EQ(0, kml_nl_request(&other, &q.m, txn_cb, &txn, &err));
+		EXPECT_EQ(0, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
+					&err));
+		ASSERT_EQ(0, nl_info(self, &r, &err));
+		EXPECT_EQ(0, kml_nl_get_u8(&r.tb[KML_FILTER_A_POLICY_FWD], &v));
+		EXPECT_EQ(KML_FILTER_DROP, v);
+		EXPECT_EQ(KML_FILTER_DROP, info_of(self->fd).policy);
+	}
 	kml_nl_close(&other);
 }
 
@@ -4198,6 +4241,314 @@ TEST_F(nl, replace_room_and_rmmod)
 	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 	EXPECT_EQ(8, info_of(self->fd).nrules);
+}
+
+/* ---- a router: the forward hook ---- */
+
+/*
+ * Three namespaces in a row, C - R - S: C (10.98.1.2, fd98:1::2) and S
+ * (10.98.2.2, fd98:2::2) each have a veth to R (10.98.1.1, fd98:1::1 and
+ * 10.98.2.1, fd98:2::1), which forwards, and a default route through it.
+ * Neighbours are static, as in setup_nets(). Rules are set in R, whose
+ * forward hook sees what C and S send each other.
+ */
+#define ROUTER_PORT	9100
+
+FIXTURE(router) {
+	int orig, c, r, s;
+	int fr;				/* /dev/kml_filter opened in R */
+	struct kml_nl_sock nl;		/* a netlink socket of R's */
+	uint16_t fam;
+};
+
+/* C -> S through R (A receives, B sends: S is A, C is B). */
+static struct nets router_cs(FIXTURE_DATA(router) *self)
+{
+	return (struct nets){ .orig = self->orig, .a = self->s, .b = self->c };
+}
+
+/* C -> R itself: traffic R's in and out hooks see, not its forward one. */
+static struct nets router_cr(FIXTURE_DATA(router) *self)
+{
+	return (struct nets){ .orig = self->orig, .a = self->r, .b = self->c };
+}
+
+static const char *s_addr(int v6)
+{
+	return v6 ? "fd98:2::2" : "10.98.2.2";
+}
+
+static const char *r_addr(int v6)
+{
+	return v6 ? "fd98:1::1" : "10.98.1.1";
+}
+
+static int setup_router(FIXTURE_DATA(router) *self)
+{
+	char cmd[2048];
+
+	self->orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	self->c = new_netns(self->orig);
+	self->r = new_netns(self->orig);
+	self->s = new_netns(self->orig);
+	if (self->orig < 0 || self->c < 0 || self->r < 0 || self->s < 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "ip link set lo up && "
+		 "ip link add rc address 02:00:00:00:01:01 type veth peer name cr "
+		 "address 02:00:00:00:01:02 netns /proc/%d/fd/%d && "
+		 "ip link add rs address 02:00:00:00:02:01 type veth peer name sr "
+		 "address 02:00:00:00:02:02 netns /proc/%d/fd/%d && "
+		 "ip addr add 10.98.1.1/24 dev rc && ip addr add fd98:1::1/64 dev rc nodad && "
+		 "ip addr add 10.98.2.1/24 dev rs && ip addr add fd98:2::1/64 dev rs nodad && "
+		 "ip link set rc up && ip link set rs up && "
+		 "ip neigh replace 10.98.1.2 lladdr 02:00:00:00:01:02 dev rc nud permanent && "
+		 "ip neigh replace fd98:1::2 lladdr 02:00:00:00:01:02 dev rc nud permanent && "
+		 "ip neigh replace 10.98.2.2 lladdr 02:00:00:00:02:02 dev rs nud permanent && "
+		 "ip neigh replace fd98:2::2 lladdr 02:00:00:00:02:02 dev rs nud permanent && "
+		 "echo 1 > /proc/sys/net/ipv4/ip_forward && "
+		 "echo 1 > /proc/sys/net/ipv6/conf/all/forwarding",
+		 getpid(), self->c, getpid(), self->s);
+	if (ns_sh(self->r, cmd))
+		return -1;
+	if (ns_sh(self->c,
+		  "ip link set lo up && "
+		  "ip addr add 10.98.1.2/24 dev cr && ip addr add fd98:1::2/64 dev cr nodad && "
+		  "ip link set cr up && "
+		  "ip neigh replace 10.98.1.1 lladdr 02:00:00:00:01:01 dev cr nud permanent && "
+		  "ip neigh replace fd98:1::1 lladdr 02:00:00:00:01:01 dev cr nud permanent && "
+		  "ip route add default via 10.98.1.1 && "
+		  "ip -6 route add default via fd98:1::1 dev cr"))
+		return -1;
+	return ns_sh(self->s,
+		     "ip link set lo up && "
+		     "ip addr add 10.98.2.2/24 dev sr && ip addr add fd98:2::2/64 dev sr nodad && "
+		     "ip link set sr up && "
+		     "ip neigh replace 10.98.2.1 lladdr 02:00:00:00:02:01 dev sr nud permanent && "
+		     "ip neigh replace fd98:2::1 lladdr 02:00:00:00:02:01 dev sr nud permanent && "
+		     "ip route add default via 10.98.2.1 && "
+		     "ip -6 route add default via fd98:2::1 dev sr");
+}
+
+FIXTURE_SETUP(router)
+{
+	int ret;
+
+	self->fr = -1;
+	self->nl.fd = -1;
+	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	ASSERT_EQ(0, setup_router(self)) TH_LOG("network namespace setup failed");
+	self->fr = ns_filter(&(struct nets){ .orig = self->orig }, self->r);
+	ASSERT_LE(0, self->fr);
+	/* a netlink socket acts on the namespace it was created in */
+	ASSERT_EQ(0, enter(self->r));
+	ret = kml_nl_open(&self->nl);
+	ASSERT_EQ(0, enter(self->orig));
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, kml_nl_family_id(&self->nl, KML_FILTER_GENL_NAME, &self->fam));
+}
+
+FIXTURE_TEARDOWN(router)
+{
+	if (self->nl.fd >= 0)
+		kml_nl_close(&self->nl);
+	if (self->fr >= 0)
+		close(self->fr);
+	close(self->c);
+	close(self->r);
+	close(self->s);
+	close(self->orig);
+}
+
+/* SET_POLICY over netlink in R: @policy (in/out) and @fwd, 0 leaves one out. */
+static int router_policy(FIXTURE_DATA(router) *self, __u8 policy, __u8 fwd)
+{
+	struct kml_nl_err err;
+	struct nlreq q;
+
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	if (policy)
+		kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, policy);
+	if (fwd)
+		kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY_FWD, fwd);
+	return kml_nl_request(&self->nl, &q.m, NULL, NULL, &err);
+}
+
+/* GET_INFO over netlink in R. */
+static int router_info(FIXTURE_DATA(router) *self, struct nlinfo *r)
+{
+	struct kml_nl_err err;
+	struct nlreq q;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
+	ret = kml_nl_request(&self->nl, &q.m, info_cb, r, &err);
+	return ret ?: r->n == 1 ? 0 : -EPROTO;
+}
+
+/* R's policies over netlink: in/out, forward; 0 when unreadable. */
+static void router_policies(FIXTURE_DATA(router) *self, __u8 *policy, __u8 *fwd)
+{
+	struct nlinfo r;
+
+	*policy = *fwd = 0;
+	if (router_info(self, &r))
+		return;
+	kml_nl_get_u8(&r.tb[KML_FILTER_A_POLICY], policy);
+	kml_nl_get_u8(&r.tb[KML_FILTER_A_POLICY_FWD], fwd);
+}
+
+/*
+ * Packets R's forward policy decided once they have reached @want, or
+ * SLOW_MS passed (dropped packets have no receiver to wait for).
+ */
+static __u64 router_fwd_policy_packets(FIXTURE_DATA(router) *self, __u64 want)
+{
+	long long end = now_ms() + SLOW_MS;
+	struct nlinfo r;
+	uint64_t got = 0;
+
+	for (;;) {
+		if (router_info(self, &r) ||
+		    kml_nl_get_u64(&r.tb[KML_FILTER_A_POLICY_FWD_PACKETS], &got))
+			return (__u64)-1;
+		if (got >= want || now_ms() >= end)
+			return got;
+		usleep(10000);
+	}
+}
+
+/*
+ * A "drop fwd" rule drops what R routes and counts exactly the datagrams
+ * it dropped; a "drop in" rule for the same port is not about routed
+ * traffic and neither drops nor counts any of it.
+ */
+static void forward_rules(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(router) *self, int v6)
+{
+	struct nets cs = router_cs(self);
+	long long fwd0 = filter_stat("packets_fwd");
+
+	ASSERT_LE(0, fwd0);
+	/* nothing set: routed both ways */
+	ASSERT_EQ(5, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 5, 5));
+	EXPECT_LE(fwd0 + 5, filter_stat("packets_fwd"));
+
+	ASSERT_EQ(0, add_rule(self->fr, "drop in udp dport 9100"));
+	EXPECT_EQ(7, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 7, 7));
+	EXPECT_EQ(0, rule_packets(self->fr, 0, 0));
+
+	ASSERT_EQ(0, add_rule(self->fr, "drop fwd udp dport 9100"));
+	EXPECT_EQ(0, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 9, 0));
+	EXPECT_EQ(9, rule_packets(self->fr, 1, 9));
+	/* another port is still routed, and counted by neither rule */
+	EXPECT_EQ(4, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT + 1, 4, 4));
+	usleep(QUIET_MS * 1000);
+	EXPECT_EQ(9, rule_packets(self->fr, 1, 9));
+	EXPECT_EQ(0, rule_packets(self->fr, 0, 0));
+
+	/* gone, the datagrams are routed again */
+	ASSERT_EQ(0, ioctl(self->fr, KML_FILTER_IOC_FLUSH));
+	EXPECT_EQ(3, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 3, 3));
+}
+
+TEST_F_TIMEOUT(router, ipv4_forward_rules, 120)
+{
+	forward_rules(_metadata, self, 0);
+}
+
+TEST_F_TIMEOUT(router, ipv6_forward_rules, 120)
+{
+	forward_rules(_metadata, self, 1);
+}
+
+/*
+ * "policy drop" (the ioctl, as an ABI 2 caller sets it) is R's own
+ * traffic's: what R routes still passes. The forward policy, set over
+ * netlink, drops what R routes and leaves R's own traffic alone; each
+ * policy counts in its own slot.
+ */
+TEST_F_TIMEOUT(router, policy_fwd_is_separate, 180)
+{
+	struct nets cs = router_cs(self), cr = router_cr(self);
+	struct kml_filter_info i;
+	__u64 base;
+	__u8 pol, fwd;
+	int v6;
+
+	router_policies(self, &pol, &fwd);
+	EXPECT_EQ(KML_FILTER_ACCEPT, pol);
+	EXPECT_EQ(KML_FILTER_ACCEPT, fwd);
+
+	ASSERT_EQ(0, set_policy(self->fr, KML_FILTER_DROP));
+	router_policies(self, &pol, &fwd);
+	EXPECT_EQ(KML_FILTER_DROP, pol);
+	EXPECT_EQ(KML_FILTER_ACCEPT, fwd);
+	for (v6 = 0; v6 < 2; v6++) {
+		EXPECT_EQ(5, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 5, 5));
+		EXPECT_EQ(0, udp_through_to(&cr, v6, r_addr(v6), ROUTER_PORT, 5, 0));
+	}
+	ASSERT_EQ(0, set_policy(self->fr, KML_FILTER_ACCEPT));
+
+	/* the forward policy alone: the ioctl's policy stays accept */
+	base = router_fwd_policy_packets(self, 0);
+	ASSERT_NE((__u64)-1, base);
+	ASSERT_EQ(0, router_policy(self, 0, KML_FILTER_DROP));
+	router_policies(self, &pol, &fwd);
+	EXPECT_EQ(KML_FILTER_ACCEPT, pol);
+	EXPECT_EQ(KML_FILTER_DROP, fwd);
+	i = info_of(self->fr);
+	EXPECT_EQ(KML_FILTER_ACCEPT, i.policy);
+	for (v6 = 0; v6 < 2; v6++) {
+		EXPECT_EQ(0, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 6, 0));
+		EXPECT_EQ(5, udp_through_to(&cr, v6, r_addr(v6), ROUTER_PORT, 5, 5));
+	}
+	/* the 12 routed datagrams, and nothing of R's own */
+	EXPECT_EQ(base + 12, router_fwd_policy_packets(self, base + 12));
+	usleep(QUIET_MS * 1000);
+	EXPECT_EQ(base + 12, router_fwd_policy_packets(self, base + 12));
+
+	/* a rule still decides before the policy; a flush keeps both policies */
+	ASSERT_EQ(0, add_rule(self->fr, "accept fwd udp dport 9100"));
+	EXPECT_EQ(4, udp_through_to(&cs, 0, s_addr(0), ROUTER_PORT, 4, 4));
+	EXPECT_EQ(0, udp_through_to(&cs, 0, s_addr(0), ROUTER_PORT + 1, 4, 0));
+	ASSERT_EQ(0, ioctl(self->fr, KML_FILTER_IOC_FLUSH));
+	router_policies(self, &pol, &fwd);
+	EXPECT_EQ(KML_FILTER_DROP, fwd);
+
+	/* both in one request; then routed traffic passes again */
+	ASSERT_EQ(0, router_policy(self, KML_FILTER_DROP, KML_FILTER_ACCEPT));
+	router_policies(self, &pol, &fwd);
+	EXPECT_EQ(KML_FILTER_DROP, pol);
+	EXPECT_EQ(KML_FILTER_ACCEPT, fwd);
+	EXPECT_EQ(5, udp_through_to(&cs, 1, s_addr(1), ROUTER_PORT, 5, 5));
+	EXPECT_EQ(-EINVAL, router_policy(self, 0, 0));
+}
+
+/*
+ * Rules for R's own traffic (in, out, or no direction word: both) do
+ * not look at what R routes: they neither drop nor count it, while they
+ * still do their job on R's own traffic.
+ */
+TEST_F_TIMEOUT(router, in_out_rules_ignore_forwarded, 120)
+{
+	struct nets cs = router_cs(self), cr = router_cr(self);
+	int v6;
+
+	ASSERT_EQ(0, add_rule(self->fr, "drop udp dport 9100"));
+	ASSERT_EQ(0, add_rule(self->fr, "drop in udp"));
+	ASSERT_EQ(0, add_rule(self->fr, "drop out udp"));
+	for (v6 = 0; v6 < 2; v6++)
+		EXPECT_EQ(5, udp_through_to(&cs, v6, s_addr(v6), ROUTER_PORT, 5, 5));
+	EXPECT_EQ(0, rule_packets(self->fr, 0, 0));
+	EXPECT_EQ(0, rule_packets(self->fr, 1, 0));
+	EXPECT_EQ(0, rule_packets(self->fr, 2, 0));
+	/* R's own: the first rule drops and counts them */
+	EXPECT_EQ(0, udp_through_to(&cr, 0, r_addr(0), ROUTER_PORT, 6, 0));
+	EXPECT_EQ(6, rule_packets(self->fr, 0, 6));
+	EXPECT_EQ(0, rule_packets(self->fr, 1, 0));
 }
 
 FIXTURE(trace) {
@@ -4287,7 +4638,7 @@ static int verdict_parse(const char *line, struct verdict_ev *e)
 		   e->dir, &e->family, &e->proto, src, dst, &e->len, &e->rule,
 		   e->verdict, &end) != 8 || buf[end])
 		return -EINVAL;
-	if (strcmp(e->dir, "in") && strcmp(e->dir, "out"))
+	if (strcmp(e->dir, "in") && strcmp(e->dir, "out") && strcmp(e->dir, "fwd"))
 		return -EINVAL;
 	if (strcmp(e->verdict, "accept") && strcmp(e->verdict, "drop"))
 		return -EINVAL;

@@ -8,10 +8,15 @@
  * the namespace it was created in. Changing or listing rules needs
  * CAP_NET_ADMIN in the user namespace that owns that network namespace.
  *
- * Rules are evaluated in order; the first rule that matches a packet
- * decides (accept or drop); a packet no rule matches gets the namespace's
- * policy. Every change replaces the whole rule set at once, so a packet is
- * filtered by the complete old set or the complete new one, never a mix.
+ * The filter sees packets at three points: LOCAL_IN (to this host),
+ * LOCAL_OUT (from this host) and FORWARD (routed through it, when the
+ * namespace forwards). Rules are evaluated in order; the first rule that
+ * matches a packet and its direction decides (accept or drop); a packet
+ * no rule matches gets the namespace's policy for its hook: one policy
+ * for in and out, another for forwarded packets, so that a host's
+ * "policy drop" does not start dropping what it routes. Every change
+ * replaces the whole rule set at once, so a packet is filtered by the
+ * complete old set or the complete new one, never a mix.
  *
  * Addresses are in network byte order, ports in host byte order. Every
  * struct is made of fixed-width fields with explicit padding, the same
@@ -50,10 +55,16 @@
 #define KML_FILTER_PROTO_UDP	17
 #define KML_FILTER_PROTO_ICMPV6	58
 
-/* struct kml_filter_rule.dir: a bit mask, at least one bit */
+/*
+ * struct kml_filter_rule.dir: a bit mask, at least one bit. BOTH is in
+ * and out, as before the forward hook: a rule written for this host's
+ * traffic does not start matching what it routes.
+ */
 #define KML_FILTER_DIR_IN	0x1	/* NF_INET_LOCAL_IN: to this host */
 #define KML_FILTER_DIR_OUT	0x2	/* NF_INET_LOCAL_OUT: from this host */
+#define KML_FILTER_DIR_FWD	0x4	/* NF_INET_FORWARD: routed through it */
 #define KML_FILTER_DIR_BOTH	(KML_FILTER_DIR_IN | KML_FILTER_DIR_OUT)
+#define KML_FILTER_DIR_ALL	(KML_FILTER_DIR_BOTH | KML_FILTER_DIR_FWD)
 
 /*
  * struct kml_filter_rule.ct_state: a mask of connection states (ABI 3),
@@ -77,7 +88,8 @@
  *	when an address is given
  * @proto: %KML_FILTER_PROTO_ANY, _ICMP (IPv4 only), _TCP, _UDP or
  *	_ICMPV6 (IPv6 only)
- * @dir: %KML_FILTER_DIR_IN, _OUT or _BOTH
+ * @dir: a mask of %KML_FILTER_DIR_IN, _OUT and _FWD (_BOTH is in and
+ *	out, _ALL all three)
  * @action: %KML_FILTER_ACCEPT or %KML_FILTER_DROP
  * @src_len: source prefix length: 0 (any address) up to 32 (IPv4) or 128
  * @dst_len: destination prefix length, as @src_len
@@ -139,10 +151,14 @@ struct kml_filter_entry {
  * @abi_version: %KML_FILTER_ABI_VERSION of the running module
  * @nrules: rules in the current set
  * @max_rules: %KML_FILTER_MAX_RULES
- * @policy: %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @policy: %KML_FILTER_ACCEPT or %KML_FILTER_DROP, the policy of the in
+ *	and out hooks (the one %KML_FILTER_IOC_SET_POLICY sets; the two
+ *	are always the same). The forward policy is reported over netlink
+ *	only (%KML_FILTER_A_POLICY_FWD).
  * @reserved: zero
- * @generation: +1 for every change of the rule set or policy
- * @policy_packets: packets the policy decided (no rule matched)
+ * @generation: +1 for every change of the rule set or a policy
+ * @policy_packets: packets the in/out policy decided (no rule matched),
+ *	forwarded packets not included
  * @policy_bytes: their bytes
  *
  * The module reads only @flags and writes the rest (a larger caller's
@@ -164,7 +180,8 @@ struct kml_filter_info {
  * struct kml_filter_replace - replace the rule set (KML_FILTER_IOC_REPLACE)
  * @flags: zero
  * @count: rules at @rules, 0..%KML_FILTER_MAX_RULES
- * @policy: new policy, or 0 to keep the current one
+ * @policy: new in/out policy, or 0 to keep the current one; the
+ *	forward policy stays
  * @reserved: zero
  * @rules: user pointer to @count struct kml_filter_rule
  *
@@ -241,7 +258,11 @@ struct kml_filter_list {
 #define KML_FILTER_DEL_SIZE_VER0	72
 #define KML_FILTER_LIST_SIZE_VER0	24
 
-/* FLUSH and SET_POLICY take no struct: only their exact numbers are valid. */
+/*
+ * FLUSH and SET_POLICY take no struct: only their exact numbers are valid.
+ * SET_POLICY's __u32 sets the in and out policy; the forward policy is
+ * set over netlink (%KML_FILTER_A_POLICY_FWD).
+ */
 #define KML_FILTER_IOC_MAGIC	0xBD
 #define KML_FILTER_IOC_GET_INFO	_IOWR(KML_FILTER_IOC_MAGIC, 0x30, struct kml_filter_info)
 #define KML_FILTER_IOC_REPLACE	_IOW(KML_FILTER_IOC_MAGIC, 0x31, struct kml_filter_replace)
@@ -272,19 +293,22 @@ struct kml_filter_list {
  * @KML_FILTER_CMD_UNSPEC: not a command
  * @KML_FILTER_CMD_GET_INFO: reply: %KML_FILTER_A_ABI_VERSION, _GENERATION,
  *	_NRULES, _MAX_RULES, _POLICY, _POLICY_PACKETS, _POLICY_BYTES,
- *	_MEM_BYTES, _MEM_LIMIT. Takes no attribute, needs no privilege.
+ *	_MEM_BYTES, _MEM_LIMIT, _POLICY_FWD, _POLICY_FWD_PACKETS,
+ *	_POLICY_FWD_BYTES. Takes no attribute, needs no privilege.
  * @KML_FILTER_CMD_NEWRULE: insert %KML_FILTER_A_RULE at
  *	%KML_FILTER_A_POSITION (0 = first; absent or past the end appends)
  * @KML_FILTER_CMD_DELRULE: delete the rule at %KML_FILTER_A_INDEX, or the
  *	first rule equal to %KML_FILTER_A_RULE (exactly one of the two);
  *	-ENOENT if there is none
  * @KML_FILTER_CMD_FLUSH: delete every rule; the policy stays
- * @KML_FILTER_CMD_SET_POLICY: set %KML_FILTER_A_POLICY
+ * @KML_FILTER_CMD_SET_POLICY: set %KML_FILTER_A_POLICY (in and out),
+ *	%KML_FILTER_A_POLICY_FWD (forward) or both at once; at least one
  * @KML_FILTER_CMD_GETRULE: dump: one message per rule, with
  *	%KML_FILTER_A_INDEX, _RULE, _PACKETS, _BYTES and _GENERATION. A dump
  *	that spans an update is marked NLM_F_DUMP_INTR: read it again.
  * @KML_FILTER_CMD_REPLACE_BEGIN: begin replacing the whole set with
- *	%KML_FILTER_A_NRULES rules (and %KML_FILTER_A_POLICY if given), sent
+ *	%KML_FILTER_A_NRULES rules (and %KML_FILTER_A_POLICY and
+ *	%KML_FILTER_A_POLICY_FWD if given), sent
  *	in parts; reply: %KML_FILTER_A_TXN. One replace per namespace at a
  *	time (-EBUSY); the room for the new set is reserved now (-ENOSPC).
  *	It belongs to the socket that began it and ends when that socket is
@@ -322,8 +346,10 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_NRULES: u32, rules in the set; with REPLACE_BEGIN, in the
  *	new set, 0..%KML_FILTER_MAX_RULES
  * @KML_FILTER_A_MAX_RULES: u32, %KML_FILTER_MAX_RULES (output)
- * @KML_FILTER_A_POLICY: u8, %KML_FILTER_ACCEPT or %KML_FILTER_DROP
- * @KML_FILTER_A_POLICY_PACKETS: u64, packets the policy decided (output)
+ * @KML_FILTER_A_POLICY: u8, %KML_FILTER_ACCEPT or %KML_FILTER_DROP: the
+ *	policy of the in and out hooks
+ * @KML_FILTER_A_POLICY_PACKETS: u64, packets the in/out policy decided
+ *	(output)
  * @KML_FILTER_A_POLICY_BYTES: u64, their bytes (output)
  * @KML_FILTER_A_MEM_BYTES: u64, bytes the namespace's sets take (output)
  * @KML_FILTER_A_MEM_LIMIT: u64, what they may take, the module parameter
@@ -336,6 +362,11 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_TXN: u32, a replace in parts
  * @KML_FILTER_A_RULES: nested: rules, each a nest of enum
  *	kml_filter_rule_attr (of any type but 0: the client's numbering)
+ * @KML_FILTER_A_POLICY_FWD: u8, %KML_FILTER_ACCEPT or %KML_FILTER_DROP:
+ *	the policy of the forward hook (accept in a new namespace)
+ * @KML_FILTER_A_POLICY_FWD_PACKETS: u64, forwarded packets the forward
+ *	policy decided (output)
+ * @KML_FILTER_A_POLICY_FWD_BYTES: u64, their bytes (output)
  * @__KML_FILTER_A_MAX: one past the last attribute
  */
 enum kml_filter_attr {
@@ -357,6 +388,9 @@ enum kml_filter_attr {
 	KML_FILTER_A_BYTES,
 	KML_FILTER_A_TXN,
 	KML_FILTER_A_RULES,
+	KML_FILTER_A_POLICY_FWD,
+	KML_FILTER_A_POLICY_FWD_PACKETS,
+	KML_FILTER_A_POLICY_FWD_BYTES,
 	__KML_FILTER_A_MAX
 };
 
