@@ -5130,6 +5130,10 @@ TEST_F(nl, client_ct_words_round_trip)
 			   "accept in tcp dport 22 ct new\n"
 			   "drop ct invalid,untracked\n";
 	char cmd[4096], out[4096];
+	struct kml_nl_err err;
+	struct nlinfo ni;
+	__u8 fwd = 0;
+	FILE *f;
 
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in ct related,established"));
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in tcp dport 22 ct new"));
@@ -5152,6 +5156,19 @@ TEST_F(nl, client_ct_words_round_trip)
 	EXPECT_STREQ("loaded 3 rules, policy accept\n", out);
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
 	EXPECT_STREQ(want, out);
+
+	/* a file's forward policy goes with REPLACE_BEGIN too */
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy fwd drop\naccept ct new\n", f);
+	fclose(f);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 1 rules, policy fwd drop\n", out);
+	ASSERT_EQ(0, nl_info(self, &ni, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, kml_nl_get_u8(&ni.tb[KML_FILTER_A_POLICY_FWD], &fwd));
+	EXPECT_EQ(KML_FILTER_DROP, fwd);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\naccept ct new\n", out);
 	unlink(file);
 }
 
