@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kml-filter: the client of kml_filter. It talks to the module over its
- * generic netlink family (list, add, del, flush, policy), and through
- * /dev/kml_filter's REPLACE ioctl for `load`, which netlink cannot do yet.
- * Either acts on the network namespace the client runs in (`ip netns
- * exec NS kml-filter ...`), like iptables. Rules are written in the words
+ * generic netlink family only; `load` is the family's replace in parts
+ * (BEGIN, RULES in chunks, COMMIT), so a file of any size is published at
+ * once or not at all. It acts on the network namespace the client runs
+ * in (`ip netns exec NS kml-filter ...`), like iptables. Rules are written in the words
  * kml_filter_parse.h describes; `list` prints them the same way, so its
  * output can be loaded back. When the kernel refuses a rule, its extended
  * ack names the attribute at fault, which the client maps back to the
@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "kml_cli.h"
@@ -26,7 +25,6 @@
 #include "kml_filter_parse.h"
 #include "kml_nl.h"
 
-static const char *device = KML_FILTER_DEVICE;
 static int json;
 /* --no-check: send rules as written, for the kernel to judge (tests) */
 static int no_check;
@@ -34,6 +32,8 @@ static struct kml_nl_sock nl = { .fd = -1 };
 static uint16_t family_id;
 /* requests are built here; 8-aligned for kml_nl_put_u64_pad's sake */
 static uint64_t reqbuf[128];
+/* and load's chunks of rules here */
+static uint64_t chunkbuf[KML_FILTER_GENL_CHUNK / sizeof(uint64_t)];
 
 static void usage(FILE *f)
 {
@@ -51,6 +51,7 @@ static void usage(FILE *f)
 		"\n"
 		"RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 		"      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+		"      [ct new|established|related|invalid|untracked[,...]]\n"
 		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop fwd udp\n"
 		"No direction word means in and out, not fwd (routed packets).\n"
 		"The first matching rule decides. A rule file has one rule per line,\n"
@@ -61,9 +62,8 @@ static void usage(FILE *f)
 		"  -h, --help               this text, also `help`\n"
 		"  -V, --version            the client's version\n"
 		"  --no-check               (for testing) before the command: send rules\n"
-		"                           unchecked, so the kernel's own reasons show\n"
-		"KML_FILTER_DEVICE overrides %s (the device load uses).\n", kml_prog,
-		KML_FILTER_DEVICE);
+		"                           unchecked, so the kernel's own reasons show\n",
+		kml_prog);
 }
 
 /* kml-filter.1's COMMANDS, in short; main() runs them. */
@@ -75,6 +75,7 @@ static const struct kml_cmd cmds[] = {
 	  "Add a rule at the end, or at position N (1 is first).\n"
 	  "RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 	  "      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
+	  "      [ct new|established|related|invalid|untracked[,...]]\n"
 	  "  --at N             at position N\n", NULL },
 	{ "del", "N | RULE",
 	  "Delete rule number N, or the first rule equal to RULE.\n", NULL },
@@ -87,51 +88,6 @@ static const struct kml_cmd cmds[] = {
 	  "file FILE (or standard input), all at once.\n", NULL },
 	{ NULL, NULL, NULL, NULL },
 };
-
-static void ioctl_failed(const char *what)
-{
-	int e = errno;
-
-	switch (e) {
-	case EPERM:
-		kml_die("%s needs CAP_NET_ADMIN in this network namespace (run as root)", what);
-	case EINVAL:
-		kml_die("%s: the module refused the request as invalid", what);
-	case ENOENT:
-		kml_die("%s: no such rule", what);
-	case ENOSPC:
-		kml_die("%s: the rule set is full (%u rules)", what, KML_FILTER_MAX_RULES);
-	case ENOTTY:
-		kml_die("%s: %s does not understand this request (module and client from different versions?)",
-			what, device);
-	default:
-		kml_die("%s: %s", what, strerror(e));
-	}
-}
-
-/* `load` still goes through the device's REPLACE ioctl. */
-static int open_device(void)
-{
-	int fd = open(device, O_RDONLY | O_CLOEXEC);
-	struct kml_filter_info info = { 0 };
-
-	if (fd < 0) {
-		if (errno == ENOENT)
-			kml_die_not_loaded("kml_filter", device);
-		kml_die("cannot open %s: %s", device, strerror(errno));
-	}
-	if (ioctl(fd, KML_FILTER_IOC_GET_INFO, &info)) {
-		/* an ABI 1 module reads ABI 2's zero flags as a bad size */
-		if (errno == EINVAL)
-			kml_die("%s speaks an older ABI than this client's (%u): update the module",
-				device, KML_FILTER_ABI_VERSION);
-		ioctl_failed("info");
-	}
-	if (info.abi_version != KML_FILTER_ABI_VERSION)
-		kml_die("%s speaks ABI %u, this client ABI %u", device,
-			info.abi_version, KML_FILTER_ABI_VERSION);
-	return fd;
-}
 
 /* A rule on the command line, and which word set each of its parts. */
 struct cmdline_rule {
@@ -172,6 +128,7 @@ static const char *rule_attr_name(uint32_t type)
 		[KML_FILTER_RA_SPORT_HI] = "its highest source port",
 		[KML_FILTER_RA_DPORT_LO] = "its lowest destination port",
 		[KML_FILTER_RA_DPORT_HI] = "its highest destination port",
+		[KML_FILTER_RA_CT_STATE] = "its connection states",
 	};
 
 	return type <= KML_FILTER_RA_MAX && names[type] ? names[type] : "an attribute";
@@ -186,18 +143,23 @@ static const char *rule_attr_name(uint32_t type)
  *     drop in udp dport 22-21
  *                       ^^^^^
  */
+static void refusal(int err, const struct kml_nl_err *e, char *why, size_t len)
+{
+	if (e->msg[0])
+		snprintf(why, len, "%s", e->msg);
+	else if (e->has_miss_type)
+		snprintf(why, len, "%s is missing", rule_attr_name(e->miss_type));
+	else
+		snprintf(why, len, "%s", strerror(-err));
+}
+
 static void __attribute__((noreturn)) rule_refused(int err, const struct kml_nl_err *e,
 						   const struct cmdline_rule *cr)
 {
 	char why[KML_NL_ERRMSG_MAX + 64], lines[1024];
 	int word = -1;
 
-	if (e->msg[0])
-		snprintf(why, sizeof(why), "%s", e->msg);
-	else if (e->has_miss_type)
-		snprintf(why, sizeof(why), "%s is missing", rule_attr_name(e->miss_type));
-	else
-		snprintf(why, sizeof(why), "%s", strerror(-err));
+	refusal(err, e, why, sizeof(why));
 	if (e->has_offs)
 		word = kml_filter_genl_offs_word(&cr->offs, &cr->words, e->offs);
 	fprintf(stderr, "%s: the kernel refused the rule: %s\n", kml_prog, why);
@@ -343,16 +305,6 @@ static void print_dir_json(__u8 dir)
 	printf("\"");
 }
 
-/*
- * The forward policy is set over netlink only (KML_FILTER_A_POLICY_FWD):
- * the ioctls of ABI 2 know one policy.
- */
-static void no_fwd_policy(const char *what)
-{
-	kml_die("%s: the forward policy is set over netlink, which this client does not speak yet (nothing changed)",
-		what);
-}
-
 static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 			    const __u8 *addr, __u8 len)
 {
@@ -365,6 +317,26 @@ static void print_addr_json(const char *key, const struct kml_filter_rule *r,
 	inet_ntop(r->family == KML_FILTER_FAMILY_IPV4 ? AF_INET : AF_INET6,
 		  addr, a, sizeof(a));
 	printf(",\"%s\":\"%s/%u\"", key, a, len);
+}
+
+/* "ct": the states in the rule language's order, null for any state. */
+static void print_ct_json(__u8 ct)
+{
+	const char *sep = "[";
+	unsigned int i;
+	__u8 bit;
+
+	if (!ct) {
+		printf(",\"ct\":null");
+		return;
+	}
+	printf(",\"ct\":");
+	for (i = 0; (bit = kml_filter_ct_state_bit(i)); i++)
+		if (ct & bit) {
+			printf("%s\"%s\"", sep, kml_filter_ct_state_name(bit));
+			sep = ",";
+		}
+	putchar(']');
 }
 
 /*
@@ -430,10 +402,12 @@ static void cmd_list(int verbose)
 			       proto_word(r->proto));
 			print_addr_json("src", r, r->src, r->src_len);
 			print_addr_json("dst", r, r->dst, r->dst_len);
-			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u],\"packets\":%" PRIu64
-			       ",\"bytes\":%" PRIu64 "}", r->sport_lo, r->sport_hi,
-			       r->dport_lo, r->dport_hi, (uint64_t)e[i].packets,
-			       (uint64_t)e[i].bytes);
+			printf(",\"sport\":[%u,%u],\"dport\":[%u,%u]", r->sport_lo, r->sport_hi,
+			       r->dport_lo, r->dport_hi);
+			/* with the rule's other fields, before its counters */
+			print_ct_json(r->ct_state);
+			printf(",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+			       (uint64_t)e[i].packets, (uint64_t)e[i].bytes);
 		}
 		printf("]}\n");
 	} else if (verbose) {
@@ -457,47 +431,144 @@ static void cmd_list(int verbose)
 	kml_filter_genl_dump_free(&d);
 }
 
-static void cmd_load(int fd, const char *path)
+/* A rule file, its bytes kept: a refused rule's line is shown from them. */
+struct rule_file {
+	const char *path;
+	char *buf;
+	size_t len;
+	struct kml_filter_ruleset rs;
+};
+
+/*
+ * The kernel refused a rule of chunk @m, whose first rule is the file's
+ * rule @first: like rule_refused(), with the file's name and line first
+ * (the line's own words under it), when the ack's offset is inside one
+ * of the chunk's rules. Anything else is nl_failed()'s.
+ */
+static void __attribute__((noreturn)) load_refused(const struct rule_file *rf,
+						   const struct kml_nl_msg *m, unsigned int first,
+						   int err, const struct kml_nl_err *e)
 {
-	struct kml_filter_ruleset rs = { 0 };
-	struct kml_filter_replace rep = { 0 };
-	size_t len = 0, cap = 0, n;
-	char *buf = NULL, err[300];
+	char why[KML_NL_ERRMSG_MAX + 64], line[1024], lines[2048], *words[32], msg[64];
+	struct kml_filter_genl_offs offs;
+	struct kml_filter_words w;
+	struct kml_filter_rule r;
+	unsigned int k, lineno;
+	uint32_t at;
+	int n, word = -1;
+
+	if ((err != -EINVAL && err != -ERANGE) || (!e->has_offs && !e->has_miss_nest))
+		nl_failed("load", err, e, NULL);
+	at = e->has_offs ? e->offs : e->miss_nest;
+	if (kml_filter_genl_chunk_rule(m->buf, m->len, at, &k, &offs) ||
+	    first + k >= rf->rs.count)
+		nl_failed("load", err, e, NULL);
+	lineno = rf->rs.lines[first + k];
+	refusal(err, e, why, sizeof(why));
+	fprintf(stderr, "%s: %s:%u: the kernel refused the rule: %s\n", kml_prog, rf->path,
+		lineno, why);
+	n = kml_filter_file_line_words(rf->buf, rf->len, lineno, line, sizeof(line), words, 32);
+	/* the words were parsed once already: this gives the same map */
+	if (n > 0 && e->has_offs &&
+	    !kml_filter_parse_rule_words(n, words, &r, &w, rf->rs.flags, msg, sizeof(msg)))
+		word = kml_filter_genl_offs_word(&offs, &w, e->offs);
+	if (word >= 0 && kml_filter_genl_point(n, words, word, lines, sizeof(lines)) > 0)
+		fputs(lines, stderr);
+	exit(1);
+}
+
+static int txn_cb(const struct nlmsghdr *msg, size_t len, void *arg)
+{
+	return kml_filter_genl_parse_txn(msg, len, arg);
+}
+
+/*
+ * One replace in parts: BEGIN, the rules in chunks, COMMIT. Until COMMIT
+ * nothing shows; if the client dies on the way, the kernel drops the
+ * replace with the socket. Return: 0, or -EAGAIN when COMMIT found that
+ * the rules changed since BEGIN (the replace is over then too).
+ */
+static int load_once(const struct rule_file *rf)
+{
+	const struct kml_filter_ruleset *rs = &rf->rs;
+	struct kml_nl_msg *m, chunk;
+	struct kml_nl_err e;
+	unsigned int done = 0;
+	uint32_t txn = 0;
+	int err, n;
+
+	m = request(KML_FILTER_CMD_REPLACE_BEGIN, 0);
+	kml_filter_genl_put_begin(m, rs->count, (uint8_t)rs->policy, (uint8_t)rs->policy_fwd);
+	err = kml_nl_request(&nl, m, txn_cb, &txn, &e);
+	if (err == -EBUSY)
+		kml_die("load: another load is in progress in this network namespace (nothing changed)");
+	if (err)
+		nl_failed("load", err, &e, NULL);
+	while (done < rs->count) {
+		kml_nl_msg_init(&chunk, chunkbuf, sizeof(chunkbuf), family_id, 0,
+				KML_FILTER_CMD_REPLACE_RULES, KML_FILTER_GENL_VERSION);
+		n = kml_filter_genl_put_rules(&chunk, txn, rs->rules + done, rs->count - done);
+		if (n <= 0)
+			kml_die("load: %s", strerror(n ? -n : EMSGSIZE));
+		err = kml_nl_request(&nl, &chunk, NULL, NULL, &e);
+		if (err)
+			load_refused(rf, &chunk, done, err, &e);
+		done += (unsigned int)n;
+	}
+	m = request(KML_FILTER_CMD_REPLACE_COMMIT, 0);
+	kml_filter_genl_put_commit(m, txn);
+	err = kml_nl_request(&nl, m, NULL, NULL, &e);
+	if (err == -EAGAIN)
+		return err;
+	if (err)
+		nl_failed("load", err, &e, NULL);
+	return 0;
+}
+
+static void cmd_load(const char *path)
+{
+	struct rule_file rf = { .path = path };
+	size_t cap = 0, n;
+	char err[300];
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
 
 	if (!f)
 		kml_die("cannot open %s: %s", path, strerror(errno));
 	do {
-		if (len == cap) {
+		if (rf.len == cap) {
 			char *nb;
 
 			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
+			nb = realloc(rf.buf, cap);
 			if (!nb)
 				kml_die("out of memory");
-			buf = nb;
+			rf.buf = nb;
 		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
+		n = fread(rf.buf + rf.len, 1, cap - rf.len, f);
+		rf.len += n;
 	} while (n);
 	if (ferror(f))
 		kml_die("cannot read %s", path);
 	if (f != stdin)
 		fclose(f);
-	if (kml_filter_parse_file(buf, len, &rs, err, sizeof(err)))
+	rf.rs.flags = no_check ? KML_FILTER_PARSE_NO_CHECK : 0;
+	if (kml_filter_parse_file(rf.buf, rf.len, &rf.rs, err, sizeof(err)))
 		kml_die("%s:%s (nothing changed)", path, err + 5);
-	free(buf);
-	if (rs.policy_fwd)
-		no_fwd_policy("load");
-	rep.count = rs.count;
-	rep.policy = rs.policy;
-	rep.rules = (__u64)(uintptr_t)rs.rules;
-	if (ioctl(fd, KML_FILTER_IOC_REPLACE, &rep))
-		ioctl_failed("load");
+	open_family();
+	/*
+	 * Someone else's change between BEGIN and COMMIT: what they did is
+	 * replaced anyway, so one more try from the start is what the user
+	 * asked for; a second one means the rules are changing all the time.
+	 */
+	if (load_once(&rf) == -EAGAIN && load_once(&rf) == -EAGAIN)
+		kml_die("load: the rules changed while the file was being loaded, twice; nothing changed (try again)");
 	if (!json)
-		printf("loaded %u rules%s%s\n", rs.count, rs.policy ? ", policy " : "",
-		       rs.policy ? kml_filter_verdict_name(rs.policy) : "");
-	kml_filter_ruleset_free(&rs);
+		printf("loaded %u rules%s%s%s%s\n", rf.rs.count, rf.rs.policy ? ", policy " : "",
+		       rf.rs.policy ? kml_filter_verdict_name(rf.rs.policy) : "",
+		       rf.rs.policy_fwd ? ", policy fwd " : "",
+		       rf.rs.policy_fwd ? kml_filter_verdict_name(rf.rs.policy_fwd) : "");
+	kml_filter_ruleset_free(&rf.rs);
+	free(rf.buf);
 }
 
 int main(int argc, char **argv)
@@ -513,8 +584,6 @@ int main(int argc, char **argv)
 
 	kml_prog = "kml-filter";
 	kml_cli_common(&argc, argv, &json, usage, cmds);
-	if (getenv("KML_FILTER_DEVICE"))
-		device = getenv("KML_FILTER_DEVICE");
 	while ((c = getopt_long(argc, argv, "+:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -602,12 +671,8 @@ int main(int argc, char **argv)
 		kml_nl_put_u8(m, fwd ? KML_FILTER_A_POLICY_FWD : KML_FILTER_A_POLICY, (__u8)p);
 		send_or_die("policy", m, NULL, NULL, NULL);
 	} else if (!strcmp(cmd, "load")) {
-		int fd;
-
 		kml_operands(argc, argv, 1, 1);
-		fd = open_device();
-		cmd_load(fd, argv[0]);
-		close(fd);
+		cmd_load(argv[0]);
 	} else {
 		kml_usage_error("unknown command '%s'", cmd);
 	}

@@ -318,6 +318,136 @@ int kml_filter_genl_dump_verdict(const struct kml_filter_genl_dump *d, int reque
 	return d->torn ? -EAGAIN : 0;
 }
 
+/**
+ * kml_filter_genl_put_begin() - the attributes of REPLACE_BEGIN
+ * @m: a request with the command %KML_FILTER_CMD_REPLACE_BEGIN
+ * @nrules: the number of rules the new set will have
+ * @policy: %KML_FILTER_ACCEPT or %KML_FILTER_DROP, or 0 to keep the
+ *	current policy (a rule file without a policy line)
+ * @policy_fwd: the same for the forward policy ("policy fwd" line)
+ *
+ * Return: the message's length, or -EMSGSIZE.
+ */
+int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy,
+			      uint8_t policy_fwd)
+{
+	kml_nl_put_u32(m, KML_FILTER_A_NRULES, nrules);
+	if (policy)
+		kml_nl_put_u8(m, KML_FILTER_A_POLICY, policy);
+	if (policy_fwd)
+		kml_nl_put_u8(m, KML_FILTER_A_POLICY_FWD, policy_fwd);
+	return kml_nl_msg_len(m);
+}
+
+/**
+ * kml_filter_genl_parse_txn() - the reply to REPLACE_BEGIN
+ * @msg: the message
+ * @len: its length
+ * @txn: set to %KML_FILTER_A_TXN
+ *
+ * Return: 0, or -EPROTO.
+ */
+int kml_filter_genl_parse_txn(const struct nlmsghdr *msg, size_t len, uint32_t *txn)
+{
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+
+	if (kml_nl_parse(msg, len, tb, KML_FILTER_A_MAX) ||
+	    kml_nl_get_u32(&tb[KML_FILTER_A_TXN], txn))
+		return -EPROTO;
+	return 0;
+}
+
+/**
+ * kml_filter_genl_put_rules() - the next chunk of a replace in parts
+ * @m: a request with the command %KML_FILTER_CMD_REPLACE_RULES, whose
+ *	buffer is the chunk's size (%KML_FILTER_GENL_CHUNK)
+ * @txn: what REPLACE_BEGIN's reply named
+ * @rules: the rules not sent yet
+ * @count: their number
+ *
+ * %KML_FILTER_A_TXN, then a %KML_FILTER_A_RULES nest of as many rules as
+ * fit, each a nest of type 1, 2, ... (its place in the chunk: the kernel
+ * takes any nonzero type, and kml_filter_genl_chunk_rule() counts nests,
+ * not types). A rule is only started with %KML_FILTER_GENL_RULE_MAX bytes
+ * left, so no put fails half-way.
+ * Return: the number of rules put (at least 1 when @count is), or
+ * -EMSGSIZE when not even one fits.
+ */
+int kml_filter_genl_put_rules(struct kml_nl_msg *m, uint32_t txn,
+			      const struct kml_filter_rule *rules, unsigned int count)
+{
+	unsigned int n = 0;
+	int nest;
+
+	kml_nl_put_u32(m, KML_FILTER_A_TXN, txn);
+	nest = kml_nl_nest_start(m, KML_FILTER_A_RULES);
+	/* NLA_HDRLEN: room for nothing else; the nest's own length is 16 bits */
+	while (n < count && nest >= 0 && !m->err &&
+	       m->cap - m->len >= KML_FILTER_GENL_RULE_MAX &&
+	       m->len - (size_t)nest + KML_FILTER_GENL_RULE_MAX <= UINT16_MAX) {
+		if (kml_filter_genl_put_rule(m, (uint16_t)(n + 1), &rules[n], NULL) < 0)
+			return -EMSGSIZE;
+		n++;
+	}
+	if (kml_nl_nest_end(m, nest) < 0 || (count && !n))
+		return -EMSGSIZE;
+	return (int)n;
+}
+
+/** kml_filter_genl_put_commit() - REPLACE_COMMIT's (or _ABORT's) attribute. */
+int kml_filter_genl_put_commit(struct kml_nl_msg *m, uint32_t txn)
+{
+	kml_nl_put_u32(m, KML_FILTER_A_TXN, txn);
+	return kml_nl_msg_len(m);
+}
+
+/**
+ * kml_filter_genl_chunk_rule() - which rule of a chunk an ack's offset is in
+ * @req: a REPLACE_RULES request as kml_filter_genl_put_rules() built it
+ * @len: its length
+ * @at: NLMSGERR_ATTR_OFFS (or _MISS_NEST), from the start of @req
+ * @k: set to the rule's place in the chunk, from 0 (the caller adds the
+ *	index of the chunk's first rule)
+ * @offs: set to where that rule's attributes are, as
+ *	kml_filter_genl_put_rule() would have set it, for
+ *	kml_filter_genl_offs_word()
+ *
+ * Return: 0, or -ENOENT when @at is in no rule's nest (the request
+ * itself, %KML_FILTER_A_TXN, the %KML_FILTER_A_RULES nest's header).
+ */
+int kml_filter_genl_chunk_rule(const void *req, size_t len, uint32_t at, unsigned int *k,
+			       struct kml_filter_genl_offs *offs)
+{
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1], a, ra;
+	struct kml_nl_iter it, rit;
+	unsigned int n = 0;
+	int t;
+
+	if (kml_nl_parse(req, len, tb, KML_FILTER_A_MAX) || !tb[KML_FILTER_A_RULES].data)
+		return -ENOENT;
+	kml_nl_iter_init(&it, tb[KML_FILTER_A_RULES].data, tb[KML_FILTER_A_RULES].len,
+			 tb[KML_FILTER_A_RULES].off + NLA_HDRLEN);
+	while (kml_nl_iter_next(&it, &a)) {
+		uint32_t end = a.off + NLA_ALIGN(NLA_HDRLEN + a.len);
+
+		if (at < a.off || at >= end) {
+			n++;
+			continue;
+		}
+		offs->nest = (int)a.off;
+		offs->end = (int)end;
+		for (t = 0; t <= KML_FILTER_RA_MAX; t++)
+			offs->ra[t] = -1;
+		kml_nl_iter_init(&rit, a.data, a.len, a.off + NLA_HDRLEN);
+		while (kml_nl_iter_next(&rit, &ra))
+			if (ra.type >= 1 && ra.type <= KML_FILTER_RA_MAX)
+				offs->ra[ra.type] = (int)ra.off;
+		*k = n;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* The word that set the part of the rule attribute @type carries. */
 static int word_of(const struct kml_filter_words *w, int type)
 {
@@ -342,8 +472,9 @@ static int word_of(const struct kml_filter_words *w, int type)
 	case KML_FILTER_RA_DPORT_LO:
 	case KML_FILTER_RA_DPORT_HI:
 		return w->dport;
+	case KML_FILTER_RA_CT_STATE:
+		return w->ct;
 	default:
-		/* the connection state has no word in the rule language yet */
 		return -1;
 	}
 }

@@ -67,6 +67,17 @@ struct kml_filter_genl_info {
 	uint64_t mem_limit;
 };
 
+/*
+ * A replace in parts (REPLACE_BEGIN, REPLACE_RULES..., REPLACE_COMMIT):
+ * each REPLACE_RULES request is at most KML_FILTER_GENL_CHUNK bytes, far
+ * below a socket's default send buffer (some 200 KiB), so the kernel
+ * takes it in one piece whatever rmem/wmem say. The largest rule nest
+ * kml_filter_genl_put_rule() writes is KML_FILTER_GENL_RULE_MAX bytes:
+ * a chunk takes another rule only while that much room is left.
+ */
+#define KML_FILTER_GENL_CHUNK		32768
+#define KML_FILTER_GENL_RULE_MAX	136
+
 /* How many times a dump that keeps being torn by updates is read. */
 #define KML_FILTER_GENL_DUMP_TRIES	5
 
@@ -84,6 +95,14 @@ int kml_filter_genl_dump_msg(const struct nlmsghdr *msg, size_t len, void *arg);
 int kml_filter_genl_dump_verdict(const struct kml_filter_genl_dump *d, int request_ret);
 int kml_filter_genl_offs_word(const struct kml_filter_genl_offs *offs,
 			      const struct kml_filter_words *words, uint32_t at);
+int kml_filter_genl_put_begin(struct kml_nl_msg *m, uint32_t nrules, uint8_t policy,
+			      uint8_t policy_fwd);
+int kml_filter_genl_parse_txn(const struct nlmsghdr *msg, size_t len, uint32_t *txn);
+int kml_filter_genl_put_rules(struct kml_nl_msg *m, uint32_t txn,
+			      const struct kml_filter_rule *rules, unsigned int count);
+int kml_filter_genl_put_commit(struct kml_nl_msg *m, uint32_t txn);
+int kml_filter_genl_chunk_rule(const void *req, size_t len, uint32_t at, unsigned int *k,
+			       struct kml_filter_genl_offs *offs);
 int kml_filter_genl_point(int argc, char *const argv[], int word, char *buf, size_t len);
 
 #endif

@@ -145,6 +145,84 @@ static const struct {
 	{ "icmpv6", KML_FILTER_PROTO_ICMPV6 },
 };
 
+/*
+ * Connection states as nftables spells them, in the order the formatter
+ * prints them back (so `list` output is one canonical text per rule).
+ */
+static const struct {
+	const char *name;
+	__u8 bit;
+} kml_ct_states[] = {
+	{ "new", KML_FILTER_CT_NEW },
+	{ "established", KML_FILTER_CT_ESTABLISHED },
+	{ "related", KML_FILTER_CT_RELATED },
+	{ "invalid", KML_FILTER_CT_INVALID },
+	{ "untracked", KML_FILTER_CT_UNTRACKED },
+};
+
+#define KML_CT_NSTATES	(sizeof(kml_ct_states) / sizeof(kml_ct_states[0]))
+
+/* "established,related" to bits; a state named twice is a mistake too. */
+static int parse_ct(const char *s, __u8 *out, char *err, size_t errlen)
+{
+	const char *p = s;
+	__u8 bits = 0;
+	size_t k, n;
+
+	for (;;) {
+		n = strcspn(p, ",");
+		for (k = 0; k < KML_CT_NSTATES; k++)
+			if (strlen(kml_ct_states[k].name) == n &&
+			    !strncmp(p, kml_ct_states[k].name, n))
+				break;
+		/* the list named too only when there is one, so the line stays short */
+		if (k == KML_CT_NSTATES && n == strlen(s))
+			return fail(err, errlen,
+				    "bad connection state '%s': give new, established, related, invalid or untracked, separated by commas",
+				    s);
+		if (k == KML_CT_NSTATES)
+			return fail(err, errlen,
+				    "bad connection state '%.*s' in '%s': give new, established, related, invalid or untracked, separated by commas",
+				    (int)n, p, s);
+		if (bits & kml_ct_states[k].bit)
+			return fail(err, errlen, "connection state '%s' given twice in '%s'",
+				    kml_ct_states[k].name, s);
+		bits |= kml_ct_states[k].bit;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*out = bits;
+	return 0;
+}
+
+/**
+ * kml_filter_ct_state_name() - the word of one connection state bit
+ * @bit: one %KML_FILTER_CT_* bit
+ *
+ * Return: its name, or NULL for a bit that is no state.
+ */
+const char *kml_filter_ct_state_name(__u8 bit)
+{
+	size_t k;
+
+	for (k = 0; k < KML_CT_NSTATES; k++)
+		if (kml_ct_states[k].bit == bit)
+			return kml_ct_states[k].name;
+	return NULL;
+}
+
+/**
+ * kml_filter_ct_state_bit() - the @i-th connection state in canonical order
+ * @i: 0, 1, ...
+ *
+ * Return: its bit, or 0 past the last one.
+ */
+__u8 kml_filter_ct_state_bit(unsigned int i)
+{
+	return i < KML_CT_NSTATES ? kml_ct_states[i].bit : 0;
+}
+
 /**
  * kml_filter_parse_rule_words() - words to a rule, and which word said what
  * @argc: number of words
@@ -181,6 +259,7 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 		words = &local;
 	words->action = words->dir = words->family = words->proto = -1;
 	words->src = words->dst = words->sport = words->dport = -1;
+	words->ct = -1;
 	memset(r, 0, sizeof(*r));
 	r->sport_hi = r->dport_hi = 0xffff;
 	for (i = 0; i < argc; i++) {
@@ -245,6 +324,16 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 			/* an address that gives the family is the family's word */
 			if (!fam_before && r->family)
 				words->family = i;
+		} else if (!strcmp(w, "ct")) {
+			bit = 256;
+			if (!arg)
+				return fail(err, errlen,
+					    "'ct' needs states, e.g. 'ct established,related'");
+			if (seen & bit)
+				return fail(err, errlen, "'ct' given twice");
+			if (parse_ct(arg, &r->ct_state, err, errlen))
+				return -1;
+			words->ct = ++i;
 		} else {
 			for (k = 0; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
 				if (!strcmp(w, kml_protos[k].name))
@@ -313,36 +402,53 @@ int kml_filter_parse_policy(int argc, char *const argv[], __u32 *policy,
 }
 
 static int ruleset_push(struct kml_filter_ruleset *rs,
-			const struct kml_filter_rule *r)
+			const struct kml_filter_rule *r, unsigned int lineno)
 {
 	if (rs->count == rs->cap) {
 		unsigned int cap = rs->cap ? rs->cap * 2 : 64;
 		struct kml_filter_rule *n;
+		unsigned int *l;
 
 		n = realloc(rs->rules, cap * sizeof(*n));
 		if (!n)
 			return -1;
 		rs->rules = n;
+		l = realloc(rs->lines, cap * sizeof(*l));
+		if (!l)
+			return -1;
+		rs->lines = l;
 		rs->cap = cap;
 	}
+	rs->lines[rs->count] = lineno;
 	rs->rules[rs->count++] = *r;
 	return 0;
 }
 
-/* One line, already copied and NUL-terminated, comments cut. */
-static int parse_line(char *line, struct kml_filter_ruleset *rs,
-		      char *err, size_t errlen)
+/* A line's words, split in place; the comment already cut. -1: too many. */
+static int split_words(char *line, char **words, int max)
 {
-	char *words[KML_MAX_WORDS], *save = NULL, *w;
-	struct kml_filter_rule r;
+	char *save = NULL, *w;
 	int n = 0;
 
 	for (w = strtok_r(line, " \t\r\v\f", &save); w;
 	     w = strtok_r(NULL, " \t\r\v\f", &save)) {
-		if (n == KML_MAX_WORDS)
-			return fail(err, errlen, "too many words");
+		if (n == max)
+			return -1;
 		words[n++] = w;
 	}
+	return n;
+}
+
+/* One line, already copied and NUL-terminated, comments cut. */
+static int parse_line(char *line, unsigned int lineno, struct kml_filter_ruleset *rs,
+		      char *err, size_t errlen)
+{
+	char *words[KML_MAX_WORDS];
+	struct kml_filter_rule r;
+	int n = split_words(line, words, KML_MAX_WORDS);
+
+	if (n < 0)
+		return fail(err, errlen, "too many words");
 	if (!n)
 		return 0;
 	if (!strcmp(words[0], "policy")) {
@@ -361,11 +467,11 @@ static int parse_line(char *line, struct kml_filter_ruleset *rs,
 			rs->policy = policy;
 		return 0;
 	}
-	if (kml_filter_parse_rule(n, words, &r, err, errlen))
+	if (kml_filter_parse_rule_words(n, words, &r, NULL, rs->flags, err, errlen))
 		return -1;
 	if (rs->count >= KML_FILTER_MAX_RULES)
 		return fail(err, errlen, "more than %u rules", KML_FILTER_MAX_RULES);
-	if (ruleset_push(rs, &r))
+	if (ruleset_push(rs, &r, lineno))
 		return fail(err, errlen, "out of memory");
 	return 0;
 }
@@ -374,7 +480,8 @@ static int parse_line(char *line, struct kml_filter_ruleset *rs,
  * kml_filter_parse_file() - a rule file to a rule set
  * @buf: the file's bytes (need not be NUL-terminated)
  * @len: their number
- * @rs: filled in; zero it first, free with kml_filter_ruleset_free()
+ * @rs: filled in; zero it first (then set ->flags if need be), free with
+ *	kml_filter_ruleset_free()
  * @err: set to "line N: reason" on failure
  * @errlen: size of @err
  *
@@ -405,15 +512,59 @@ int kml_filter_parse_file(const char *buf, size_t len,
 		hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
-		if (parse_line(line, rs, why, sizeof(why)))
+		if (parse_line(line, lineno, rs, why, sizeof(why)))
 			return fail(err, errlen, "line %u: %s", lineno, why);
 	}
 	return 0;
 }
 
+/**
+ * kml_filter_file_line_words() - the words of one line of a rule file
+ * @buf: the file's bytes, as given to kml_filter_parse_file()
+ * @len: their number
+ * @lineno: the line, from 1 (a rule's ->lines entry)
+ * @line: set to the line, comment cut, split in place
+ * @linelen: its size
+ * @words: set to the words, as kml_filter_parse_file() saw them
+ * @max: room in @words
+ *
+ * For pointing at a word of a rule the kernel refused, after the file
+ * was parsed whole: the words are split as the parser split them.
+ * Return: the number of words, or -1 (no such line, or too long).
+ */
+int kml_filter_file_line_words(const char *buf, size_t len, unsigned int lineno,
+			       char *line, size_t linelen, char **words, int max)
+{
+	size_t pos = 0, n;
+	unsigned int at = 1;
+	const char *nl;
+	char *hash;
+
+	while (at < lineno) {
+		nl = pos < len ? memchr(buf + pos, '\n', len - pos) : NULL;
+		if (!nl)
+			return -1;
+		pos = (size_t)(nl - buf) + 1;
+		at++;
+	}
+	if (!lineno || pos >= len)
+		return -1;
+	nl = memchr(buf + pos, '\n', len - pos);
+	n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+	if (n >= linelen)
+		return -1;
+	memcpy(line, buf + pos, n);
+	line[n] = '\0';
+	hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	return split_words(line, words, max);
+}
+
 void kml_filter_ruleset_free(struct kml_filter_ruleset *rs)
 {
 	free(rs->rules);
+	free(rs->lines);
 	memset(rs, 0, sizeof(*rs));
 }
 
@@ -462,7 +613,7 @@ static void put_ports(char *buf, size_t len, size_t *at, const char *key,
  * kml_filter_format_rule() - a rule in the words kml_filter_parse_rule() reads
  * @r: a valid rule
  * @buf: output
- * @len: its size; 168 bytes always suffice
+ * @len: its size; 216 bytes always suffice
  *
  * Return: the length of the text, or -1 if it did not fit.
  */
@@ -489,5 +640,14 @@ int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 		put_prefix(buf, len, &at, "dst", r->family, r->dst, r->dst_len);
 	put_ports(buf, len, &at, "sport", r->sport_lo, r->sport_hi);
 	put_ports(buf, len, &at, "dport", r->dport_lo, r->dport_hi);
+	if (r->ct_state) {
+		const char *sep = " ct ";
+
+		for (k = 0; k < KML_CT_NSTATES; k++)
+			if (r->ct_state & kml_ct_states[k].bit) {
+				put(buf, len, &at, "%s%s", sep, kml_ct_states[k].name);
+				sep = ",";
+			}
+	}
 	return at < len ? (int)at : -1;
 }

@@ -280,18 +280,32 @@ _kml_ring_complete()
 	esac
 }
 
+# After `ct`, the connection states not yet in the comma-separated list
+# being typed, each offered as the whole list so far plus that state.
+_kml_filter_ct_states()
+{
+	local done='' words='' s
+
+	[[ $cur == *,* ]] && done=${cur%,*},
+	for s in new established related invalid untracked; do
+		[[ ,$done == *,$s,* ]] || words+=" $done$s"
+	done
+	_kml_reply "$words"
+}
+
 # The words of a rule (userspace/kml_filter_parse.h) not given yet: one of
 # each group, each direction (they add up) and each of src dst sport dport
-# once, none after a word that takes a value.
+# ct once, none after a word that takes a value but the states after ct.
 _kml_filter_rule()
 {
 	local words='' group g
 
 	case $prev in
 	src | dst | sport | dport) return ;;
+	ct) _kml_filter_ct_states; return ;;
 	esac
 	for group in 'accept drop' in out fwd 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
-		src dst sport dport; do
+		src dst sport dport ct; do
 		read -ra g <<< "$group"
 		_kml_used "$1" "${g[@]}" || words+=" $group"
 	done

@@ -117,8 +117,12 @@ _kml_kallsyms=$tmp/kallsyms
 
 t filter_rule_words_i 'in ipv4 ipv6 icmp icmpv6' kml-filter add drop i
 t filter_commands 'list add del flush policy load help' kml-filter ''
-t filter_rule_words_not_repeated 'out fwd ipv4 ipv6 src dst sport dport' kml-filter add drop in tcp ''
+t filter_rule_words_not_repeated 'out fwd ipv4 ipv6 src dst sport dport ct' kml-filter add drop in tcp ''
 t filter_rule_directions_add_up 'out' kml-filter add drop fwd in o
+t filter_rule_ct_states 'new established related invalid untracked' kml-filter add accept ct ''
+t filter_rule_ct_state_prefix 'established' kml-filter add accept ct es
+t filter_rule_ct_more_states 'established,new established,related established,invalid established,untracked' kml-filter add accept ct established,
+t filter_rule_ct_once 'out fwd ipv4 ipv6 src dst sport dport' kml-filter add drop in tcp ct new ''
 t filter_rule_value_not_completed '' kml-filter add drop dport ''
 t filter_add_at 'accept any' kml-filter add --at 2 a
 t filter_add_options '--at --json --help --version' kml-filter add --

@@ -6,7 +6,9 @@
  * offset points at and the lines that show it, GET_INFO replies, and
  * GETRULE dumps built by hand as the kernel sends them, torn ones
  * (NLM_F_DUMP_INTR, a generation that changes, an index skipped)
- * included.
+ * included; and load's replace in parts: its messages, the chunking of a
+ * large set, and an ack's offset inside a chunk back to the rule and the
+ * rule file's line and word.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -49,6 +51,10 @@ static const char *const lines[] = {
 	"accept in src 10.0.0.1/32",
 	"accept in src 128.0.0.0/1",
 	"drop src ::1/128",
+	"accept in ct established,related",
+	"accept in tcp dport 22 ct new",
+	"drop ct invalid",
+	"accept ct untracked,new,established,related,invalid",
 };
 
 /* Splits @line (copied into @buf) into words. */
@@ -401,20 +407,14 @@ TEST(offset_to_word)
 	/* no action word, no action attribute */
 	prepare(_metadata, "in tcp", buf, words, &w, &o);
 	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_ACTION]);
-	/* a connection state is sent, but no word of the language gives one yet */
-	{
-		_Alignas(8) uint8_t msg[512];
-		struct kml_filter_rule r;
-		char err[256];
-		int n = words_of("drop in tcp", buf, 256, words, 32);
-
-		ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
-		r.ct_state = KML_FILTER_CT_NEW;
-		ASSERT_LT(0, encode(msg, sizeof(msg), &r, &o));
-		EXPECT_LE(0, o.ra[KML_FILTER_RA_CT_STATE]);
-		EXPECT_EQ(-1, kml_filter_genl_offs_word(&o, &w,
-							(uint32_t)o.ra[KML_FILTER_RA_CT_STATE]));
-	}
+	/* drop(0) in(1) ct(2) new,invalid(3) tcp(4): the states are the word */
+	prepare(_metadata, "drop in ct new,invalid tcp", buf, words, &w, &o);
+	EXPECT_LE(0, o.ra[KML_FILTER_RA_CT_STATE]);
+	EXPECT_EQ(3, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_CT_STATE]));
+	EXPECT_EQ(4, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_PROTO]));
+	/* no ct word, no attribute */
+	prepare(_metadata, "drop in tcp", buf, words, &w, &o);
+	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_CT_STATE]);
 }
 
 TEST(pointing_at_a_word)
@@ -683,6 +683,264 @@ TEST(dump_grows)
 	ASSERT_FALSE(d.torn);
 	ASSERT_EQ(999, d.e[999].index);
 	kml_filter_genl_dump_free(&d);
+}
+
+/* A REPLACE_RULES chunk's rules decoded back, checking their shape. */
+static unsigned int decode_chunk(struct __test_metadata *_metadata, const uint8_t *buf,
+				 size_t len, uint32_t txn, struct kml_filter_rule *out)
+{
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1], a;
+	struct kml_nl_iter it;
+	unsigned int n = 0;
+	uint32_t t;
+
+	ASSERT_EQ(0, kml_nl_parse(buf, len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_TXN], &t));
+	ASSERT_EQ(txn, t);
+	ASSERT_TRUE(tb[KML_FILTER_A_RULES].flags & NLA_F_NESTED);
+	kml_nl_iter_init(&it, tb[KML_FILTER_A_RULES].data, tb[KML_FILTER_A_RULES].len,
+			 tb[KML_FILTER_A_RULES].off + NLA_HDRLEN);
+	while (kml_nl_iter_next(&it, &a)) {
+		/* the kernel takes a rule nest of any type but 0 */
+		EXPECT_NE(0, a.type);
+		EXPECT_TRUE(a.flags & NLA_F_NESTED);
+		ASSERT_EQ(0, kml_filter_genl_get_rule(&a, &out[n]));
+		n++;
+	}
+	ASSERT_EQ(0, it.err);
+	return n;
+}
+
+TEST(replace_begin_and_commit)
+{
+	_Alignas(8) uint8_t buf[256];
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	struct kml_nl_msg m;
+	uint32_t v, txn = 0;
+	uint8_t p;
+	int len;
+
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
+			KML_FILTER_GENL_VERSION);
+	len = kml_filter_genl_put_begin(&m, 5000, KML_FILTER_DROP, KML_FILTER_ACCEPT);
+	ASSERT_LT(0, len);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &v));
+	EXPECT_EQ(5000, v);
+	ASSERT_EQ(0, kml_nl_get_u8(&tb[KML_FILTER_A_POLICY], &p));
+	EXPECT_EQ(KML_FILTER_DROP, p);
+	ASSERT_EQ(0, kml_nl_get_u8(&tb[KML_FILTER_A_POLICY_FWD], &p));
+	EXPECT_EQ(KML_FILTER_ACCEPT, p);
+	/* a file without a policy line keeps the policy: no attribute */
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
+			KML_FILTER_GENL_VERSION);
+	len = kml_filter_genl_put_begin(&m, 0, 0, 0);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	EXPECT_EQ(NULL, tb[KML_FILTER_A_POLICY].data);
+	EXPECT_EQ(NULL, tb[KML_FILTER_A_POLICY_FWD].data);
+	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &v));
+	EXPECT_EQ(0, v);
+
+	/* the reply, as the kernel builds it; without its TXN it is malformed */
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
+			KML_FILTER_GENL_VERSION);
+	kml_nl_put_u32(&m, KML_FILTER_A_TXN, 77);
+	ASSERT_EQ(0, kml_filter_genl_parse_txn((void *)buf, m.len, &txn));
+	EXPECT_EQ(77, txn);
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_BEGIN,
+			KML_FILTER_GENL_VERSION);
+	EXPECT_EQ(-EPROTO, kml_filter_genl_parse_txn((void *)buf, m.len, &txn));
+
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_COMMIT,
+			KML_FILTER_GENL_VERSION);
+	len = kml_filter_genl_put_commit(&m, 77);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_TXN], &v));
+	EXPECT_EQ(77, v);
+}
+
+/* The largest rule there is: every attribute, IPv6 addresses. */
+static void biggest_rule(struct kml_filter_rule *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = KML_FILTER_FAMILY_IPV6;
+	r->proto = KML_FILTER_PROTO_TCP;
+	r->dir = KML_FILTER_DIR_IN;
+	r->action = KML_FILTER_DROP;
+	memset(r->src, 0xfd, 16);
+	memset(r->dst, 0xfe, 16);
+	r->src_len = r->dst_len = 127;
+	r->sport_lo = r->dport_lo = 1;
+	r->sport_hi = r->dport_hi = 2;
+	r->ct_state = KML_FILTER_CT_ALL;
+}
+
+TEST(rule_max_is_the_biggest_rule)
+{
+	_Alignas(8) uint8_t buf[512];
+	struct kml_filter_rule r;
+	struct kml_nl_msg m;
+
+	biggest_rule(&r);
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_RULES,
+			KML_FILTER_GENL_VERSION);
+	ASSERT_LE(0, kml_filter_genl_put_rule(&m, 1, &r, NULL));
+	EXPECT_GE(KML_FILTER_GENL_RULE_MAX, m.len - KML_NL_HDRLEN);
+	EXPECT_LT(KML_FILTER_GENL_RULE_MAX - 8, m.len - KML_NL_HDRLEN);
+}
+
+/*
+ * 5000 rules, small and large mixed, in chunks of at most 32 KiB: every
+ * rule once, in order, and the chunks full but for the last.
+ */
+TEST(chunks_carry_every_rule_in_order)
+{
+	static _Alignas(8) uint8_t buf[KML_FILTER_GENL_CHUNK];
+	const unsigned int count = 5000;
+	struct kml_filter_rule *rules = calloc(count, sizeof(*rules));
+	struct kml_filter_rule *back = calloc(count, sizeof(*back));
+	unsigned int i, done = 0, chunks = 0;
+	struct kml_nl_msg m;
+	int n;
+
+	ASSERT_NE(NULL, rules);
+	ASSERT_NE(NULL, back);
+	for (i = 0; i < count; i++) {
+		struct kml_filter_rule *r = &rules[i];
+
+		if (i % 3 == 0) {
+			biggest_rule(r);
+			r->src[15] = (__u8)i;
+			r->src_len = 128;
+		} else {
+			r->dir = KML_FILTER_DIR_BOTH;
+			r->action = KML_FILTER_ACCEPT;
+			r->proto = KML_FILTER_PROTO_UDP;
+			r->sport_hi = 0xffff;
+			r->dport_lo = r->dport_hi = (__u16)i;
+			r->ct_state = i % 2 ? KML_FILTER_CT_NEW : 0;
+		}
+	}
+	while (done < count) {
+		kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_RULES,
+				KML_FILTER_GENL_VERSION);
+		n = kml_filter_genl_put_rules(&m, 9, rules + done, count - done);
+		ASSERT_LT(0, n);
+		ASSERT_EQ(0, m.err);
+		ASSERT_GE(KML_FILTER_GENL_CHUNK, m.len);
+		if (done + (unsigned int)n < count)
+			ASSERT_LT(KML_FILTER_GENL_CHUNK - KML_FILTER_GENL_RULE_MAX, m.len);
+		ASSERT_EQ((unsigned int)n, decode_chunk(_metadata, buf, m.len, 9, back + done));
+		done += (unsigned int)n;
+		chunks++;
+	}
+	EXPECT_EQ(count, done);
+	EXPECT_LT(5, chunks);
+	EXPECT_EQ(0, memcmp(rules, back, count * sizeof(*rules)));
+	/* too small a buffer for one rule: an error, not an empty chunk */
+	kml_nl_msg_init(&m, buf, 64, FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_RULES,
+			KML_FILTER_GENL_VERSION);
+	EXPECT_EQ(-EMSGSIZE, kml_filter_genl_put_rules(&m, 9, rules, count));
+	free(rules);
+	free(back);
+}
+
+/*
+ * An offset inside chunk k's j-th rule names rule j, with the offsets of
+ * its attributes as put_rule would give them; then the file's line and
+ * the word, as kml-filter prints them.
+ */
+TEST(offset_in_a_chunk_names_the_line_and_word)
+{
+	static const char file[] =
+		"# three rules, a policy, a comment\n"
+		"policy drop\n"
+		"accept in ct established,related\n"
+		"\n"
+		"drop in udp dport 22-21   # reversed: the kernel says so\n"
+		"accept out tcp src 10.0.0.0/8 ct new\n";
+	static _Alignas(8) uint8_t buf[KML_FILTER_GENL_CHUNK];
+	struct kml_filter_ruleset rs = { .flags = KML_FILTER_PARSE_NO_CHECK };
+	struct kml_filter_genl_offs o;
+	struct kml_filter_words w;
+	struct kml_filter_rule r;
+	char err[300], line[1024], *words[32], lines[1024];
+	uint16_t path[4];
+	struct kml_nl_msg m;
+	unsigned int k;
+	int n;
+
+	ASSERT_EQ(0, kml_filter_parse_file(file, sizeof(file) - 1, &rs, err, sizeof(err)))
+		TH_LOG("%s", err);
+	ASSERT_EQ(3, rs.count);
+	EXPECT_EQ(3, rs.lines[0]);
+	EXPECT_EQ(5, rs.lines[1]);
+	EXPECT_EQ(6, rs.lines[2]);
+	kml_nl_msg_init(&m, buf, sizeof(buf), FAMILY_ID, 0, KML_FILTER_CMD_REPLACE_RULES,
+			KML_FILTER_GENL_VERSION);
+	ASSERT_EQ(3, kml_filter_genl_put_rules(&m, 1, rs.rules, rs.count));
+	/* every attribute header of the request: in a rule's nest or not */
+	for (uint32_t at = 0; at < m.len; at += 4) {
+		int depth = kml_nl_attr_path(buf, m.len, at, path, 4);
+		int ret = kml_filter_genl_chunk_rule(buf, m.len, at, &k, &o);
+
+		if (depth >= 2 && path[0] == KML_FILTER_A_RULES) {
+			ASSERT_EQ(0, ret) TH_LOG("offset %u", at);
+			EXPECT_EQ(path[1] - 1u, k);
+			EXPECT_LE((int)at, o.end - 1);
+			EXPECT_GE((int)at, o.nest);
+			/* an attribute's header: noted as put_rule notes it */
+			if (depth == 3 && path[2] >= 1 && path[2] <= KML_FILTER_RA_MAX &&
+			    kml_nl_attr_path(buf, m.len, at, path, 4) == 3)
+				EXPECT_LE(0, o.ra[path[2]]);
+		} else if (depth >= 1 || at < KML_NL_HDRLEN) {
+			/* the header, TXN, the RULES nest's own header */
+			EXPECT_EQ(-ENOENT, ret) TH_LOG("offset %u", at);
+		}
+	}
+	/* rule 1's DPORT_LO: line 5, word 4 ("22-21"), carets under it */
+	EXPECT_EQ(-ENOENT, kml_filter_genl_chunk_rule(buf, m.len, 0xffffffff, &k, &o));
+	{
+		uint32_t dport_at = 0;
+
+		for (uint32_t at = 0; at < m.len; at += 4)
+			if (kml_nl_attr_path(buf, m.len, at, path, 4) == 3 && path[1] == 2 &&
+			    path[2] == KML_FILTER_RA_DPORT_LO)
+				dport_at = at;
+		ASSERT_NE(0, dport_at);
+		ASSERT_EQ(0, kml_filter_genl_chunk_rule(buf, m.len, dport_at, &k, &o));
+		ASSERT_EQ(1, k);
+		EXPECT_EQ((int)dport_at, o.ra[KML_FILTER_RA_DPORT_LO]);
+		EXPECT_EQ(5, rs.lines[k]);
+		n = kml_filter_file_line_words(file, sizeof(file) - 1, rs.lines[k], line,
+					       sizeof(line), words, 32);
+		ASSERT_EQ(5, n);
+		ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, rs.flags, err,
+							 sizeof(err)));
+		ASSERT_EQ(4, kml_filter_genl_offs_word(&o, &w, dport_at));
+		ASSERT_LT(0, kml_filter_genl_point(n, words, 4, lines, sizeof(lines)));
+		EXPECT_STREQ("  drop in udp dport 22-21\n"
+			     "                    ^^^^^\n", lines);
+	}
+	/* rule 0's ct: line 3, word 3 */
+	for (uint32_t at = 0; at < m.len; at += 4)
+		if (kml_nl_attr_path(buf, m.len, at, path, 4) == 3 && path[1] == 1 &&
+		    path[2] == KML_FILTER_RA_CT_STATE) {
+			ASSERT_EQ(0, kml_filter_genl_chunk_rule(buf, m.len, at, &k, &o));
+			ASSERT_EQ(0, k);
+			n = kml_filter_file_line_words(file, sizeof(file) - 1, rs.lines[k], line,
+						       sizeof(line), words, 32);
+			ASSERT_EQ(4, n);
+			ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err,
+								 sizeof(err)));
+			EXPECT_EQ(3, kml_filter_genl_offs_word(&o, &w, at));
+		}
+	/* lines that are not there */
+	EXPECT_EQ(-1, kml_filter_file_line_words(file, sizeof(file) - 1, 0, line, sizeof(line),
+						 words, 32));
+	EXPECT_EQ(-1, kml_filter_file_line_words(file, sizeof(file) - 1, 7, line, sizeof(line),
+						 words, 32));
+	kml_filter_ruleset_free(&rs);
 }
 
 TEST_HARNESS_MAIN

@@ -834,6 +834,11 @@ TEST(parse_and_format_round_trip)
 		"drop in tcp src fd00::/64 dport 80",
 		"accept ipv4",
 		"drop ipv6 udp",
+		"accept in ct established,related",
+		"accept in tcp dport 22 ct new",
+		"drop ct invalid",
+		"accept ct untracked",
+		"accept out icmpv6 src ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124 dst ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ct new,established,related,invalid,untracked",
 		"drop fwd udp dport 53",
 		"accept in fwd tcp",
 		"drop out fwd",
@@ -854,6 +859,11 @@ TEST(parse_and_format_round_trip)
 	ASSERT_EQ(0, parse("dport 22 tcp in drop", &r, err));
 	kml_filter_format_rule(&r, text, sizeof(text));
 	EXPECT_STREQ("drop in tcp dport 22", text);
+	/* so is the order of connection states */
+	ASSERT_EQ(0, parse("ct untracked,related,new accept", &r, err));
+	EXPECT_EQ(KML_FILTER_CT_UNTRACKED | KML_FILTER_CT_RELATED | KML_FILTER_CT_NEW, r.ct_state);
+	kml_filter_format_rule(&r, text, sizeof(text));
+	EXPECT_STREQ("accept ct new,related,untracked", text);
 	/* in and out is the default, and so not written */
 	ASSERT_EQ(0, parse("accept out in", &r, err));
 	kml_filter_format_rule(&r, text, sizeof(text));
@@ -890,6 +900,13 @@ TEST(parse_errors)
 		{ "drop tcp dport 1 dport 2", "'dport' given twice" },
 		{ "drop dport 22", "ports need tcp or udp" },
 		{ "drop ipv6 icmp", "protocol of the other family" },
+		{ "accept ct", "'ct' needs states, e.g. 'ct established,related'" },
+		{ "accept ct bogus", "bad connection state 'bogus': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct new,", "bad connection state '' in 'new,': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct new,,related", "bad connection state '' in 'new,,related': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct NEW", "bad connection state 'NEW': give new, established, related, invalid or untracked, separated by commas" },
+		{ "accept ct new,new", "connection state 'new' given twice in 'new,new'" },
+		{ "accept ct new ct related", "'ct' given twice" },
 	};
 	struct kml_filter_rule r;
 	char err[256];

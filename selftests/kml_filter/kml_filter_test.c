@@ -1603,7 +1603,7 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_NE(NULL, strstr(out, "    2          7          896  drop in udp dport 9000\n"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(0, CLIENT("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"packets\":7,\"bytes\":896}"))
+	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"ct\":null,\"packets\":7,\"bytes\":896}"))
 		TH_LOG("%s", out);
 
 	/* list | load gives the same set back */
@@ -1665,10 +1665,8 @@ TEST_F_TIMEOUT(filter, client, 120)
 })
 
 /*
- * A 32-bit process: its netlink messages must be the 64-bit one's (every
- * command but load), and load's REPLACE reaches the ioctl through
- * compat_ptr_ioctl, where the struct must have the same layout and its
- * rules pointer must work zero-extended.
+ * A 32-bit process: its netlink messages must be the 64-bit one's, load's
+ * replace in parts too.
  */
 TEST_F_TIMEOUT(filter, client_32bit, 120)
 {
@@ -1690,7 +1688,7 @@ TEST_F_TIMEOUT(filter, client_32bit, 120)
 	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 3, 0));
 	EXPECT_EQ(3, rule_packets(self->fa, 1, 3));
 	EXPECT_EQ(0, CLIENT32("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"packets\":3,\"bytes\":384}"))
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"ct\":null,\"packets\":3,\"bytes\":384}"))
 		TH_LOG("%s", out);
 	/*
 	 * What the 64-bit client sees, byte for byte, from the rule table
@@ -5174,6 +5172,143 @@ TEST_F_TIMEOUT(nl, client_lists_a_dump_of_many_parts, 120)
 	EXPECT_NE(NULL, strstr(out, "{\"num\":2000,\"rule\":\"drop in src 10.1.7.207\""))
 		TH_LOG("%.200s", out + strlen(out) - 200);
 	free(rules);
+}
+
+/*
+ * `load` is the netlink replace in parts: 5000 rules take several
+ * REPLACE_RULES chunks (of at most 32 KiB), and the set listed back is
+ * the file, byte for byte.
+ */
+TEST_F_TIMEOUT(nl, client_loads_in_parts, 120)
+{
+	const __u32 n = 5000;
+	const char *file = "/run/kml_filter_parts";
+	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+	static char out[1 << 19], want[1 << 19];
+	char cmd[4096], text[200];
+	size_t at = 0;
+	FILE *f;
+	__u32 i;
+
+	ASSERT_NE(NULL, rules);
+	host_rules(rules, n, 0);
+	at += (size_t)snprintf(want + at, sizeof(want) - at, "policy drop\n");
+	for (i = 0; i < n; i++) {
+		ASSERT_LT(0, kml_filter_format_rule(&rules[i], text, sizeof(text)));
+		at += (size_t)snprintf(want + at, sizeof(want) - at, "%s\n", text);
+	}
+	ASSERT_LT(at, sizeof(want) - 1);
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs(want, f);
+	fclose(f);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 5000 rules, policy drop\n", out);
+	EXPECT_EQ(n, info_of(self->fd).nrules);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ(want, out);
+	unlink(file);
+	free(rules);
+}
+
+/*
+ * A rule the kernel refuses, on line 4 of a file loaded in parts (the
+ * client's own checks skipped): the file's name and line, the kernel's
+ * reason, the line's words with the one at fault underlined; and the
+ * set as it was.
+ */
+TEST_F(nl, client_load_names_the_line)
+{
+	const char *file = "/run/kml_filter_bad_line";
+	char cmd[4096], out[4096];
+	struct kml_nl_err err;
+	__u32 txn;
+	FILE *f;
+
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add drop in tcp dport 25"));
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy drop\naccept udp\n# fine so far\ndrop in udp dport 22-21  # reversed\n"
+	      "accept in ct established\n", f);
+	fclose(f);
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check load %s", file));
+	EXPECT_STREQ("kml-filter: /run/kml_filter_bad_line:4: the kernel refused the rule: reversed port range\n"
+		     "  drop in udp dport 22-21\n"
+		     "                    ^^^^^\n", out);
+	/* nothing changed: the one rule, the policy */
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\ndrop in tcp dport 25\n", out);
+	/* the replace ended with the client: the next load is not -EBUSY */
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("accept udp\n", f);
+	fclose(f);
+	/* while another socket's replace is open it is, and says so */
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 1, 0, &txn, &err));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("kml-filter: load: another load is in progress in this network namespace (nothing changed)\n",
+		     out);
+	kml_nl_close(&self->s);
+	ASSERT_EQ(0, kml_nl_open(&self->s));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 1 rules\n", out);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\naccept udp\n", out);
+	unlink(file);
+}
+
+/*
+ * Connection states on the command line, listed back in their one order,
+ * in JSON, and a listed file loaded back to the same set.
+ */
+TEST_F(nl, client_ct_words_round_trip)
+{
+	const char *file = "/run/kml_filter_ct";
+	const char *want = "policy accept\n"
+			   "accept in ct established,related\n"
+			   "accept in tcp dport 22 ct new\n"
+			   "drop ct invalid,untracked\n";
+	char cmd[4096], out[4096];
+	struct kml_nl_err err;
+	struct nlinfo ni;
+	__u8 fwd = 0;
+	FILE *f;
+
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in ct related,established"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in tcp dport 22 ct new"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add ct untracked,invalid drop"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ(want, out);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "--json list"));
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[0,65535],\"ct\":[\"established\",\"related\"],\"packets\":0"))
+		TH_LOG("%s", out);
+	EXPECT_EQ(2, KML_CLIENT("kml-filter", "add accept ct bogus"));
+	EXPECT_NE(NULL, strstr(out, "bad connection state 'bogus'")) TH_LOG("%s", out);
+	/* deleted by its words, in any order */
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "del drop ct untracked,invalid"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add ct untracked,invalid drop"));
+
+	snprintf(cmd, sizeof(cmd), "%s/kml-filter list > %s", getenv("KMODLAB_BIN"), file);
+	ASSERT_EQ(0, system(cmd));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "flush"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 3 rules, policy accept\n", out);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ(want, out);
+
+	/* a file's forward policy goes with REPLACE_BEGIN too */
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy fwd drop\naccept ct new\n", f);
+	fclose(f);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 1 rules, policy fwd drop\n", out);
+	ASSERT_EQ(0, nl_info(self, &ni, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, kml_nl_get_u8(&ni.tb[KML_FILTER_A_POLICY_FWD], &fwd));
+	EXPECT_EQ(KML_FILTER_DROP, fwd);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\naccept ct new\n", out);
+	unlink(file);
 }
 
 /*
