@@ -414,6 +414,9 @@ static void cmd_list(int verbose)
 		printf("policy %s (%" PRIu64 " packets, %" PRIu64 " bytes), %u rules, generation %" PRIu64 "\n",
 		       kml_filter_verdict_name(info.policy), (uint64_t)info.policy_packets,
 		       (uint64_t)info.policy_bytes, l.count, (uint64_t)l.generation);
+		if (info.policy_fwd == KML_FILTER_DROP)
+			printf("policy fwd drop (%" PRIu64 " packets)\n",
+			       (uint64_t)info.policy_fwd_packets);
 		printf("%5s %10s %12s  %s\n", "num", "pkts", "bytes", "rule");
 		for (i = 0; i < l.count; i++) {
 			kml_filter_format_rule(&e[i].rule, text, sizeof(text));
@@ -423,6 +426,9 @@ static void cmd_list(int verbose)
 	} else {
 		/* loadable as it stands: kml-filter list > f; kml-filter load f */
 		printf("policy %s\n", kml_filter_verdict_name(info.policy));
+		/* accept is every namespace's to start with: said only if not */
+		if (info.policy_fwd == KML_FILTER_DROP)
+			printf("policy fwd drop\n");
 		for (i = 0; i < l.count; i++) {
 			kml_filter_format_rule(&e[i].rule, text, sizeof(text));
 			printf("%s\n", text);

@@ -235,7 +235,12 @@ int kml_filter_genl_parse_info(const struct nlmsghdr *msg, size_t len,
 	    (tb[KML_FILTER_A_MEM_BYTES].data &&
 	     kml_nl_get_u64(&tb[KML_FILTER_A_MEM_BYTES], &info->mem_bytes)) ||
 	    (tb[KML_FILTER_A_MEM_LIMIT].data &&
-	     kml_nl_get_u64(&tb[KML_FILTER_A_MEM_LIMIT], &info->mem_limit)))
+	     kml_nl_get_u64(&tb[KML_FILTER_A_MEM_LIMIT], &info->mem_limit)) ||
+	    (tb[KML_FILTER_A_POLICY_FWD].data &&
+	     kml_nl_get_u8(&tb[KML_FILTER_A_POLICY_FWD], &info->policy_fwd)) ||
+	    (tb[KML_FILTER_A_POLICY_FWD_PACKETS].data &&
+	     kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_FWD_PACKETS],
+			    &info->policy_fwd_packets)))
 		return -EPROTO;
 	return 0;
 }

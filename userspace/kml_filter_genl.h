@@ -65,6 +65,8 @@ struct kml_filter_genl_info {
 	uint64_t policy_bytes;
 	uint64_t mem_bytes;
 	uint64_t mem_limit;
+	uint8_t policy_fwd;		/* 0 if the module did not say */
+	uint64_t policy_fwd_packets;
 };
 
 /*

@@ -5306,8 +5306,9 @@ TEST_F(nl, client_ct_words_round_trip)
 	ASSERT_EQ(0, nl_info(self, &ni, &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, kml_nl_get_u8(&ni.tb[KML_FILTER_A_POLICY_FWD], &fwd));
 	EXPECT_EQ(KML_FILTER_DROP, fwd);
+	/* and list says so, loadable back */
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
-	EXPECT_STREQ("policy accept\naccept ct new\n", out);
+	EXPECT_STREQ("policy accept\npolicy fwd drop\naccept ct new\n", out);
 	unlink(file);
 }
 
