@@ -58,6 +58,7 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 				const struct kml_filter_entry *e, u64 generation),
 		    void *arg, u32 *nrules, u64 *generation);
 
+/* @nrules at most KML_FILTER_MAX_RULES, policies 0 or valid: the caller checks */
 int kml_filter_stage_begin(struct kml_filter_net *fn, struct sock *sk,
 			   u32 nrules, u32 policy, u32 policy_fwd, u32 *id);
 int kml_filter_stage_rules(struct kml_filter_net *fn, struct sock *sk, u32 id,

@@ -109,10 +109,25 @@ static struct kml_filter_net *kml_filter_nl_net(struct genl_info *info)
 static void kml_filter_nl_refuse(struct netlink_ext_ack *extack,
 				 const struct nlattr *attr, const char *why)
 {
-	if (!extack)
-		return;
+	/* genetlink always hands its handlers an extack */
 	extack->_msg = why;
 	extack->bad_attr = attr;
+}
+
+/*
+ * Is attribute @type of @tb (in @nest, or top level if NULL) missing? If
+ * so say which, as NL_REQ_ATTR_CHECK() does, and why it is needed.
+ */
+static bool kml_filter_nl_missing(struct netlink_ext_ack *extack,
+				  const struct nlattr *nest, struct nlattr **tb,
+				  unsigned int type, const char *why)
+{
+	if (tb[type])
+		return false;
+	extack->miss_type = type;
+	extack->miss_nest = nest;
+	kml_filter_nl_refuse(extack, NULL, why);
+	return true;
 }
 
 /* An address attribute into @addr/@len, for a rule of @family. */
@@ -124,19 +139,19 @@ static int kml_filter_nl_addr(const struct nlattr *addr,
 
 	if (!addr) {
 		if (len) {
-			NL_SET_ERR_MSG_ATTR(extack, len,
-					    "prefix length without an address");
+			kml_filter_nl_refuse(extack, len,
+					     "prefix length without an address");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (!bits) {
-		NL_SET_ERR_MSG_ATTR(extack, addr, "address without a family");
+		kml_filter_nl_refuse(extack, addr, "address without a family");
 		return -EINVAL;
 	}
 	if (nla_len(addr) != bits / 8) {
-		NL_SET_ERR_MSG_ATTR(extack, addr,
-				    "address length is not the family's (4 or 16 bytes)");
+		kml_filter_nl_refuse(extack, addr,
+				     "address length is not the family's (4 or 16 bytes)");
 		return -EINVAL;
 	}
 	nla_memcpy(out, addr, bits / 8);
@@ -169,8 +184,11 @@ static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
 	const u8 *a = kml_filter_nl_field_attr[field];
 
 	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_PAD + 1);
-	/* an absent part (a protocol the ports need) is blamed on the rule */
-	return tb[a[0]] ?: tb[a[1]] ?: nest;
+	/*
+	 * Every reason is about a part the message has (a missing protocol
+	 * is blamed on the ports that need it); NULL would name none.
+	 */
+	return tb[a[0]] ?: tb[a[1]];
 }
 
 static u16 kml_filter_nl_u16(const struct nlattr *a, u16 absent)
@@ -196,14 +214,11 @@ static int kml_filter_nl_rule(const struct nlattr *nest,
 			       kml_filter_rule_policy, extack);
 	if (ret)
 		return ret;
-	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_DIR)) {
-		NL_SET_ERR_MSG(extack, "a rule needs a direction");
+	if (kml_filter_nl_missing(extack, nest, tb, KML_FILTER_RA_DIR,
+				  "a rule needs a direction") ||
+	    kml_filter_nl_missing(extack, nest, tb, KML_FILTER_RA_ACTION,
+				  "a rule needs an action"))
 		return -EINVAL;
-	}
-	if (NL_REQ_ATTR_CHECK(extack, nest, tb, KML_FILTER_RA_ACTION)) {
-		NL_SET_ERR_MSG(extack, "a rule needs an action");
-		return -EINVAL;
-	}
 	memset(r, 0, sizeof(*r));
 	if (tb[KML_FILTER_RA_FAMILY])
 		r->family = nla_get_u8(tb[KML_FILTER_RA_FAMILY]);
@@ -233,31 +248,45 @@ static int kml_filter_nl_rule(const struct nlattr *nest,
 	return ret;
 }
 
+static int kml_filter_nl_u64(struct sk_buff *skb, int type, u64 v)
+{
+	return nla_put_u64_64bit(skb, type, v, KML_FILTER_A_PAD);
+}
+
+/*
+ * The puts' errors are or-ed rather than tested one by one: once one
+ * finds no room the whole message is dropped anyway, and a put after a
+ * failed one writes nothing or something that goes with it.
+ */
 static int kml_filter_nl_put_rule(struct sk_buff *skb,
 				  const struct kml_filter_rule *r)
 {
 	unsigned int alen = kml_filter_nl_bits(r->family) / 8;
 	struct nlattr *nest;
+	int err;
 
 	nest = nla_nest_start(skb, KML_FILTER_A_RULE);
 	if (!nest)
 		return -EMSGSIZE;
-	if (nla_put_u8(skb, KML_FILTER_RA_FAMILY, r->family) ||
-	    nla_put_u8(skb, KML_FILTER_RA_PROTO, r->proto) ||
-	    nla_put_u8(skb, KML_FILTER_RA_DIR, r->dir) ||
-	    nla_put_u8(skb, KML_FILTER_RA_ACTION, r->action) ||
-	    (r->src_len &&
-	     (nla_put(skb, KML_FILTER_RA_SRC, alen, r->src) ||
-	      nla_put_u8(skb, KML_FILTER_RA_SRC_LEN, r->src_len))) ||
-	    (r->dst_len &&
-	     (nla_put(skb, KML_FILTER_RA_DST, alen, r->dst) ||
-	      nla_put_u8(skb, KML_FILTER_RA_DST_LEN, r->dst_len))) ||
-	    nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo) ||
-	    nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi) ||
-	    nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo) ||
-	    nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi) ||
-	    (r->ct_state &&
-	     nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state))) {
+	err = nla_put_u8(skb, KML_FILTER_RA_FAMILY, r->family);
+	err |= nla_put_u8(skb, KML_FILTER_RA_PROTO, r->proto);
+	err |= nla_put_u8(skb, KML_FILTER_RA_DIR, r->dir);
+	err |= nla_put_u8(skb, KML_FILTER_RA_ACTION, r->action);
+	if (r->src_len) {
+		err |= nla_put(skb, KML_FILTER_RA_SRC, alen, r->src);
+		err |= nla_put_u8(skb, KML_FILTER_RA_SRC_LEN, r->src_len);
+	}
+	if (r->dst_len) {
+		err |= nla_put(skb, KML_FILTER_RA_DST, alen, r->dst);
+		err |= nla_put_u8(skb, KML_FILTER_RA_DST_LEN, r->dst_len);
+	}
+	err |= nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo);
+	err |= nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi);
+	err |= nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo);
+	err |= nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi);
+	if (r->ct_state)
+		err |= nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state);
+	if (err) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}
@@ -272,38 +301,41 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	struct kml_filter_state st;
 	struct sk_buff *msg;
 	void *hdr;
+	int err;
 
 	kml_filter_get_state(kml_filter_nl_net(info), &st);
 	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
 	if (!msg)
 		return -ENOMEM;
+	/* one small message in a fresh one of NLMSG_DEFAULT_SIZE: it fits */
 	hdr = genlmsg_put_reply(msg, info, &kml_filter_genl, 0,
 				KML_FILTER_CMD_GET_INFO);
-	if (!hdr ||
-	    nla_put_u32(msg, KML_FILTER_A_ABI_VERSION, st.info.abi_version) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_GENERATION, st.info.generation,
-			      KML_FILTER_A_PAD) ||
-	    nla_put_u32(msg, KML_FILTER_A_NRULES, st.info.nrules) ||
-	    nla_put_u32(msg, KML_FILTER_A_MAX_RULES, st.info.max_rules) ||
-	    nla_put_u8(msg, KML_FILTER_A_POLICY, st.info.policy) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_PACKETS,
-			      st.info.policy_packets, KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_BYTES,
-			      st.info.policy_bytes, KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes,
-			      KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit,
-			      KML_FILTER_A_PAD) ||
-	    nla_put_u8(msg, KML_FILTER_A_POLICY_FWD, st.policy_fwd) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_FWD_PACKETS,
-			      st.policy_fwd_packets, KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(msg, KML_FILTER_A_POLICY_FWD_BYTES,
-			      st.policy_fwd_bytes, KML_FILTER_A_PAD)) {
-		nlmsg_free(msg);
-		return -EMSGSIZE;
-	}
+	if (!hdr)
+		goto fail;
+	err = nla_put_u32(msg, KML_FILTER_A_ABI_VERSION, st.info.abi_version);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_GENERATION,
+				 st.info.generation);
+	err |= nla_put_u32(msg, KML_FILTER_A_NRULES, st.info.nrules);
+	err |= nla_put_u32(msg, KML_FILTER_A_MAX_RULES, st.info.max_rules);
+	err |= nla_put_u8(msg, KML_FILTER_A_POLICY, st.info.policy);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_PACKETS,
+				 st.info.policy_packets);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_BYTES,
+				 st.info.policy_bytes);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit);
+	err |= nla_put_u8(msg, KML_FILTER_A_POLICY_FWD, st.policy_fwd);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_PACKETS,
+				 st.policy_fwd_packets);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_BYTES,
+				 st.policy_fwd_bytes);
+	if (err)
+		goto fail;
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);
+fail:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
 }
 
 /* A change's result, counted like the ioctls' when refused. */
@@ -312,11 +344,11 @@ static int kml_filter_nl_done(int ret, struct genl_info *info)
 	if (ret)
 		kml_filter_rejected();
 	if (ret == -ENOSPC)
-		GENL_SET_ERR_MSG(info,
-				 "no room: the set would pass net_mem_max or the rule limit");
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "no room: the set would pass net_mem_max or the rule limit");
 	else if (ret == -EOPNOTSUPP)
-		GENL_SET_ERR_MSG(info,
-				 "connection states need conntrack, which this kernel does not have");
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "connection states need conntrack, which this kernel does not have");
 	return ret;
 }
 
@@ -326,10 +358,9 @@ static int kml_filter_nl_newrule(struct sk_buff *skb, struct genl_info *info)
 	u32 pos = KML_FILTER_APPEND;
 	int ret;
 
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_RULE)) {
-		GENL_SET_ERR_MSG(info, "NEWRULE needs a rule");
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_RULE, "NEWRULE needs a rule"))
 		return kml_filter_nl_done(-EINVAL, info);
-	}
 	ret = kml_filter_nl_rule(info->attrs[KML_FILTER_A_RULE], &r,
 				 info->extack);
 	if (ret)
@@ -348,8 +379,8 @@ static int kml_filter_nl_delrule(struct sk_buff *skb, struct genl_info *info)
 	int ret;
 
 	if (!index == !rule) {
-		NL_SET_ERR_MSG_ATTR(info->extack, index,
-				    "DELRULE needs an index or a rule, not both");
+		kml_filter_nl_refuse(info->extack, index,
+				     "DELRULE needs an index or a rule, not both");
 		return kml_filter_nl_done(-EINVAL, info);
 	}
 	if (rule) {
@@ -360,8 +391,8 @@ static int kml_filter_nl_delrule(struct sk_buff *skb, struct genl_info *info)
 	ret = kml_filter_delete(kml_filter_nl_net(info), rule ? &r : NULL,
 				index ? nla_get_u32(index) : 0);
 	if (ret == -ENOENT)
-		NL_SET_ERR_MSG_ATTR(info->extack, index ?: rule,
-				    "no such rule");
+		kml_filter_nl_refuse(info->extack, index ?: rule,
+				     "no such rule");
 	return kml_filter_nl_done(ret, info);
 }
 
@@ -381,10 +412,10 @@ static int kml_filter_nl_policy(struct sk_buff *skb, struct genl_info *info)
 	const struct nlattr *pol = info->attrs[KML_FILTER_A_POLICY];
 	const struct nlattr *fwd = info->attrs[KML_FILTER_A_POLICY_FWD];
 
-	if (!fwd && GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_POLICY)) {
-		GENL_SET_ERR_MSG(info, "SET_POLICY needs a policy");
+	if (!fwd && kml_filter_nl_missing(info->extack, NULL, info->attrs,
+					  KML_FILTER_A_POLICY,
+					  "SET_POLICY needs a policy"))
 		return kml_filter_nl_done(-EINVAL, info);
-	}
 	return kml_filter_nl_done(kml_filter_set_policy(kml_filter_nl_net(info),
 							pol ? nla_get_u8(pol) : 0,
 							fwd ? nla_get_u8(fwd) : 0),
@@ -414,6 +445,7 @@ static int kml_filter_nl_emit(void *arg, u32 index,
 	struct kml_filter_dump *d = arg;
 	struct sk_buff *skb = d->skb;
 	void *hdr;
+	int err;
 
 	d->cb->seq = kml_filter_nl_seq(generation);
 	hdr = genlmsg_put(skb, NETLINK_CB(d->cb->skb).portid,
@@ -422,14 +454,13 @@ static int kml_filter_nl_emit(void *arg, u32 index,
 	if (!hdr)
 		return 1;
 	genl_dump_check_consistent(d->cb, hdr);
-	if (nla_put_u32(skb, KML_FILTER_A_INDEX, index) ||
-	    kml_filter_nl_put_rule(skb, &e->rule) ||
-	    nla_put_u64_64bit(skb, KML_FILTER_A_PACKETS, e->packets,
-			      KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(skb, KML_FILTER_A_BYTES, e->bytes,
-			      KML_FILTER_A_PAD) ||
-	    nla_put_u64_64bit(skb, KML_FILTER_A_GENERATION, generation,
-			      KML_FILTER_A_PAD)) {
+	/* as in kml_filter_nl_put_rule(): the rule's message goes whole or not */
+	err = nla_put_u32(skb, KML_FILTER_A_INDEX, index);
+	err |= kml_filter_nl_put_rule(skb, &e->rule);
+	err |= kml_filter_nl_u64(skb, KML_FILTER_A_PACKETS, e->packets);
+	err |= kml_filter_nl_u64(skb, KML_FILTER_A_BYTES, e->bytes);
+	err |= kml_filter_nl_u64(skb, KML_FILTER_A_GENERATION, generation);
+	if (err) {
 		genlmsg_cancel(skb, hdr);
 		return 1;
 	}
@@ -468,10 +499,10 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 	u32 id;
 	int ret;
 
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_NRULES)) {
-		GENL_SET_ERR_MSG(info, "REPLACE_BEGIN needs the number of rules");
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_NRULES,
+				  "REPLACE_BEGIN needs the number of rules"))
 		return kml_filter_nl_done(-EINVAL, info);
-	}
 	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
 	if (!msg)
 		return -ENOMEM;
@@ -480,7 +511,8 @@ static int kml_filter_nl_begin(struct sk_buff *skb, struct genl_info *info)
 				     policy ? nla_get_u8(policy) : 0,
 				     fwd ? nla_get_u8(fwd) : 0, &id);
 	if (ret == -EBUSY)
-		GENL_SET_ERR_MSG(info, "another replace is in progress in this namespace");
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "another replace is in progress in this namespace");
 	if (ret) {
 		nlmsg_free(msg);
 		return kml_filter_nl_done(ret, info);
@@ -509,8 +541,8 @@ static u32 kml_filter_nl_txn(struct genl_info *info)
 static int kml_filter_nl_no_txn(int ret, struct genl_info *info)
 {
 	if (ret == -ENOENT)
-		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KML_FILTER_A_TXN],
-				    "no such replace on this socket");
+		kml_filter_nl_refuse(info->extack, info->attrs[KML_FILTER_A_TXN],
+				     "no such replace on this socket");
 	return kml_filter_nl_done(ret, info);
 }
 
@@ -523,11 +555,11 @@ static int kml_filter_nl_rules(struct sk_buff *skb, struct genl_info *info)
 	u32 n = 0, id;
 	int rem, ret;
 
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN) ||
-	    GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_RULES)) {
-		GENL_SET_ERR_MSG(info, "REPLACE_RULES needs a replace and rules");
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_TXN, "which replace?") ||
+	    kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_RULES, "REPLACE_RULES needs rules"))
 		return kml_filter_nl_done(-EINVAL, info);
-	}
 	id = kml_filter_nl_txn(info);
 	nla_for_each_nested(a, rules, rem)
 		n++;
@@ -550,8 +582,8 @@ static int kml_filter_nl_rules(struct sk_buff *skb, struct genl_info *info)
 	} else {
 		ret = kml_filter_stage_rules(fn, NETLINK_CB(skb).sk, id, r, n);
 		if (ret == -E2BIG)
-			NL_SET_ERR_MSG_ATTR(info->extack, rules,
-					    "more rules than REPLACE_BEGIN announced");
+			kml_filter_nl_refuse(info->extack, rules,
+					     "more rules than REPLACE_BEGIN announced");
 	}
 	kvfree(r);
 	return kml_filter_nl_no_txn(ret, info);
@@ -561,20 +593,24 @@ static int kml_filter_nl_commit(struct sk_buff *skb, struct genl_info *info)
 {
 	int ret;
 
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_TXN, "which replace?"))
 		return kml_filter_nl_done(-EINVAL, info);
 	ret = kml_filter_stage_commit(kml_filter_nl_net(info), NETLINK_CB(skb).sk,
 				      kml_filter_nl_txn(info));
 	if (ret == -EAGAIN)
-		GENL_SET_ERR_MSG(info, "the rules changed since REPLACE_BEGIN: start again");
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "the rules changed since REPLACE_BEGIN: start again");
 	else if (ret == -EINVAL)
-		GENL_SET_ERR_MSG(info, "fewer rules than REPLACE_BEGIN announced");
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "fewer rules than REPLACE_BEGIN announced");
 	return kml_filter_nl_no_txn(ret, info);
 }
 
 static int kml_filter_nl_abort(struct sk_buff *skb, struct genl_info *info)
 {
-	if (GENL_REQ_ATTR_CHECK(info, KML_FILTER_A_TXN))
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_TXN, "which replace?"))
 		return kml_filter_nl_done(-EINVAL, info);
 	return kml_filter_nl_no_txn(kml_filter_stage_abort(kml_filter_nl_net(info),
 							   NETLINK_CB(skb).sk,
@@ -593,7 +629,8 @@ static int kml_filter_nl_notify(struct notifier_block *nb, unsigned long event,
 {
 	struct netlink_notify *n = ptr;
 
-	if (event != NETLINK_URELEASE || n->protocol != NETLINK_GENERIC)
+	/* URELEASE is the only event of this chain */
+	if (n->protocol != NETLINK_GENERIC)
 		return NOTIFY_DONE;
 	kml_filter_stage_release(kml_filter_pernet(n->net));
 	return NOTIFY_DONE;

@@ -3621,6 +3621,37 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	EXPECT_EQ(-ENOENT, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ((__u32)at, err.offs);
 	EXPECT_STREQ("no such rule", err.msg);
+	/* an address without its length is the whole address */
+	{
+		struct kml_filter_rule h;
+		struct kml_filter_entry e[2];
+		__u32 got = 2;
+
+		ASSERT_EQ(0, rule_of("drop in ipv4 src 10.9.8.7", &h));
+		nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+		q.nest = kml_nl_nest_start(&q.m, KML_FILTER_A_RULE);
+		kml_nl_put_u8(&q.m, KML_FILTER_RA_FAMILY, KML_FILTER_FAMILY_IPV4);
+		kml_nl_put_u8(&q.m, KML_FILTER_RA_DIR, KML_FILTER_DIR_IN);
+		kml_nl_put_u8(&q.m, KML_FILTER_RA_ACTION, KML_FILTER_DROP);
+		kml_nl_put(&q.m, KML_FILTER_RA_SRC, h.src, 4);
+		kml_nl_nest_end(&q.m, q.nest);
+		ASSERT_EQ(0, kml_nl_request(&self->s, &q.m, NULL, NULL, &err)) TH_LOG("%s", err.msg);
+		ASSERT_EQ(0, list(self->fd, e, &got));
+		ASSERT_EQ(1, got);
+		EXPECT_EQ(0, memcmp(&h, &e[0].rule, sizeof(h)));
+		ASSERT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_FLUSH));
+		before = info_of(self->fd);
+	}
+	/* a port range given by its top alone is blamed there */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	q.nest = kml_nl_nest_start(&q.m, KML_FILTER_A_RULE);
+	kml_nl_put_u8(&q.m, KML_FILTER_RA_DIR, KML_FILTER_DIR_IN);
+	kml_nl_put_u8(&q.m, KML_FILTER_RA_ACTION, KML_FILTER_DROP);
+	at = kml_nl_put_u16(&q.m, KML_FILTER_RA_SPORT_HI, 100);
+	kml_nl_nest_end(&q.m, q.nest);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_STREQ("ports need tcp or udp", err.msg);
+	EXPECT_EQ((__u32)at, err.offs);
 	/* a DELRULE's rule is checked like a NEWRULE's */
 	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
 	r.dport_lo = 8;
@@ -3630,6 +3661,30 @@ TEST_F(nl, strict_validation_refuses_what_a_command_does_not_take)
 	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_STREQ("reversed port range", err.msg);
 	EXPECT_EQ((__u32)q.at[KML_FILTER_RA_DPORT_LO], err.offs);
+	/* the replace commands name what they miss */
+	{
+		static const struct {
+			__u8 cmd;
+			__u16 has;	/* an attribute given, 0 none */
+			__u16 missing;
+		} miss[] = {
+			{ KML_FILTER_CMD_REPLACE_BEGIN, 0, KML_FILTER_A_NRULES },
+			{ KML_FILTER_CMD_REPLACE_RULES, 0, KML_FILTER_A_TXN },
+			{ KML_FILTER_CMD_REPLACE_RULES, KML_FILTER_A_TXN, KML_FILTER_A_RULES },
+			{ KML_FILTER_CMD_REPLACE_COMMIT, 0, KML_FILTER_A_TXN },
+			{ KML_FILTER_CMD_REPLACE_ABORT, 0, KML_FILTER_A_TXN },
+		};
+
+		for (size_t k = 0; k < sizeof(miss) / sizeof(miss[0]); k++) {
+			nl_begin(&q, self->fam, miss[k].cmd, 0);
+			if (miss[k].has)
+				kml_nl_put_u32(&q.m, miss[k].has, 1);
+			EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err))
+				TH_LOG("case %zu", k);
+			EXPECT_TRUE(err.has_miss_type);
+			EXPECT_EQ(miss[k].missing, err.miss_type) TH_LOG("case %zu", k);
+		}
+	}
 	/* ... and with neither, or a NEWRULE without a rule */
 	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
 	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
@@ -4164,9 +4219,10 @@ TEST_F(nl, replace_belongs_to_its_socket)
 				      &err));
 	EXPECT_NE(NULL, strstr(err.msg, "changed since REPLACE_BEGIN"));
 	EXPECT_EQ(1, info_of(self->fd).nrules);
-	/* too few */
+	/* too few (an empty part is no part) */
 	ASSERT_EQ(0, nl_begin_replace(&other, self->fam, 4, 0, &txn, &err));
 	ASSERT_EQ(0, nl_send_rules(&other, self->fam, txn, rules, 2, &q, &err));
+	ASSERT_EQ(0, nl_send_rules(&other, self->fam, txn, rules, 0, &q, &err));
 	EXPECT_EQ(-EINVAL, nl_txn_cmd(&other, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn,
 				      &err));
 	EXPECT_STREQ("fewer rules than REPLACE_BEGIN announced", err.msg);
