@@ -3789,6 +3789,18 @@ TEST_F(nl, changes_need_cap_net_admin)
 	EXPECT_EQ(1, info_of(self->fd).nrules);
 }
 
+/* Send @q without reading its answer (kml_nl_request() waits for it). */
+static int nl_send_only(int fd, struct nlreq *q)
+{
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	int len = kml_nl_msg_len(&q->m);
+
+	if (len < 0)
+		return len;
+	((struct nlmsghdr *)q->buf)->nlmsg_flags |= NLM_F_REQUEST;
+	return sendto(fd, q->buf, len, 0, (struct sockaddr *)&to, sizeof(to)) == len ? 0 : -1;
+}
+
 /* Read one buffer of a dump; how many rule messages, and whether marked. */
 static int dump_part(int fd, int *msgs, int *intr, int *done)
 {
@@ -3818,7 +3830,6 @@ TEST_F_TIMEOUT(nl, dump_marked_when_a_change_splits_it, 120)
 {
 	const __u32 n = 3000;
 	struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
-	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
 	struct nlreq q;
 	int pass;
 
@@ -3826,14 +3837,10 @@ TEST_F_TIMEOUT(nl, dump_marked_when_a_change_splits_it, 120)
 	host_rules(rules, n, 0);
 	ASSERT_EQ(0, replace(self->fd, rules, n, 0));
 	for (pass = 0; pass < 2; pass++) {
-		int msgs = 0, intr = 0, done = 0, len;
+		int msgs = 0, intr = 0, done = 0;
 
 		nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
-		len = kml_nl_msg_len(&q.m);
-		ASSERT_LT(0, len);
-		((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
-		ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to,
-				      sizeof(to)));
+		ASSERT_EQ(0, nl_send_only(self->s.fd, &q));
 		ASSERT_EQ(0, dump_part(self->s.fd, &msgs, &intr, &done));
 		ASSERT_EQ(0, done) TH_LOG("%d rules fit in one part", msgs);
 		ASSERT_LT(0, msgs);
@@ -4272,8 +4279,7 @@ TEST_F(nl, replace_belongs_to_its_socket)
  */
 TEST_F(nl, replace_whose_id_was_lost_is_gone)
 {
-	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
-	int small = 1, big = 1 << 20, len;
+	int small = 1, big = 1 << 20;
 	static char junk[65536];
 	struct kml_nl_err err;
 	struct nlreq q;
@@ -4283,16 +4289,11 @@ TEST_F(nl, replace_whose_id_was_lost_is_gone)
 	/* GET_INFO answers, unread, fill the tiny queue */
 	for (int k = 0; k < 16; k++) {
 		nl_begin(&q, self->fam, KML_FILTER_CMD_GET_INFO, 0);
-		len = kml_nl_msg_len(&q.m);
-		((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
-		ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to,
-				      sizeof(to)));
+		ASSERT_EQ(0, nl_send_only(self->s.fd, &q));
 	}
 	nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
 	kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 1000);
-	len = kml_nl_msg_len(&q.m);
-	((struct nlmsghdr *)q.buf)->nlmsg_flags |= NLM_F_REQUEST;
-	ASSERT_EQ(len, sendto(self->s.fd, q.buf, len, 0, (struct sockaddr *)&to, sizeof(to)));
+	ASSERT_EQ(0, nl_send_only(self->s.fd, &q));
 	ASSERT_EQ(0, setsockopt(self->s.fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)));
 	for (;;) {
 		ssize_t n = recv(self->s.fd, junk, sizeof(junk), MSG_DONTWAIT);
