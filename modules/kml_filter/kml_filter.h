@@ -8,12 +8,15 @@
 #ifndef KML_FILTER_H
 #define KML_FILTER_H
 
+#include <linux/atomic.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include "../../uapi/linux/kml_filter.h"
 
 struct net;
 struct sock;
 struct kml_filter_net;
+struct kml_filter_pkt;
 
 struct kml_filter_net *kml_filter_pernet(const struct net *net);
 
@@ -25,6 +28,10 @@ struct kml_filter_net *kml_filter_pernet(const struct net *net);
  * @policy_fwd: the forward hook's policy
  * @policy_fwd_packets: forwarded packets it decided
  * @policy_fwd_bytes: their bytes
+ * @log_attached: a ring takes the log
+ * @log_records: log records written
+ * @log_suppressed: held back by the rules' limits
+ * @log_lost: within the limits, but no ring took them
  */
 struct kml_filter_state {
 	struct kml_filter_info info;
@@ -33,6 +40,10 @@ struct kml_filter_state {
 	u32 policy_fwd;
 	u64 policy_fwd_packets;
 	u64 policy_fwd_bytes;
+	bool log_attached;
+	u64 log_records;
+	u64 log_suppressed;
+	u64 log_lost;
 };
 
 void kml_filter_get_state(struct kml_filter_net *fn,
@@ -66,6 +77,51 @@ int kml_filter_stage_rules(struct kml_filter_net *fn, struct sock *sk, u32 id,
 int kml_filter_stage_commit(struct kml_filter_net *fn, struct sock *sk, u32 id);
 int kml_filter_stage_abort(struct kml_filter_net *fn, struct sock *sk, u32 id);
 void kml_filter_stage_release(struct kml_filter_net *fn);
+
+/* ---- logging (kml_filter_log.c) ---- */
+
+/* A logging rule's limiter (kml_filter_log_admit()), one per rule of a set. */
+struct kml_filter_logst {
+	atomic64_t tat;		/* when its bucket is next full, ns */
+	atomic64_t held;	/* records held back since its last one */
+};
+
+struct kml_filter_sink;
+
+/**
+ * struct kml_filter_log - a namespace's log
+ * @sink: where records go (a kml_ring), or NULL; read by the hook under RCU
+ * @owner: the netlink socket that attached it, held; changed under @lock
+ *	and the namespace's lock, read by the netlink close notifier
+ * @lock: for @owner
+ * @records: records written
+ * @suppressed: records the rules' limits held back
+ * @lost: records within the limits that no ring took
+ */
+struct kml_filter_log {
+	struct kml_filter_sink __rcu *sink;
+	struct sock *owner;
+	spinlock_t lock;
+	atomic64_t records;
+	atomic64_t suppressed;
+	atomic64_t lost;
+};
+
+void kml_filter_log_init(struct kml_filter_log *log);
+void kml_filter_log_rule(struct kml_filter_log *log,
+			 struct kml_filter_logst *st,
+			 const struct kml_filter_rule *r, u32 index,
+			 u64 generation, const struct kml_filter_pkt *p,
+			 u32 verdict, u32 len);
+/* the namespace's lock held, for these four */
+int kml_filter_log_attach(struct kml_filter_log *log, int fd, struct sock *sk);
+int kml_filter_log_detach(struct kml_filter_log *log);
+void kml_filter_log_gone(struct kml_filter_log *log);
+bool kml_filter_log_closing(struct kml_filter_log *log);
+
+/* the netlink commands' way in: they take the namespace's lock */
+int kml_filter_log_start(struct kml_filter_net *fn, int fd, struct sock *sk);
+int kml_filter_log_stop(struct kml_filter_net *fn);
 
 int kml_filter_nl_init(void);
 void kml_filter_nl_exit(void);

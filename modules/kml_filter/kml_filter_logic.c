@@ -97,7 +97,7 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 		bad = "bad direction";
 		at = KML_FILTER_F_DIR;
 	} else if (r->action != KML_FILTER_ACCEPT &&
-		   r->action != KML_FILTER_DROP) {
+		   r->action != KML_FILTER_DROP && r->action != KML_FILTER_LOG) {
 		bad = "bad action";
 		at = KML_FILTER_F_ACTION;
 	} else if ((r->src_len || r->dst_len) &&
@@ -125,8 +125,17 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 	} else if (r->ct_state & ~KML_FILTER_CT_ALL) {
 		bad = "unknown connection state";
 		at = KML_FILTER_F_CT;
-	} else if (r->pad[0] || r->pad[1] || r->pad2[0] || r->pad2[1] ||
-		   r->pad2[2] || r->reserved) {
+	} else if (r->action == KML_FILTER_LOG && !r->log_rate) {
+		bad = "a log action needs a log rate";
+		at = KML_FILTER_F_LOG;
+	} else if (r->log_rate > KML_FILTER_LOG_MAX_RATE) {
+		bad = "log rate above 1000000/s";
+		at = KML_FILTER_F_LOG;
+	} else if (!r->log_rate != !r->log_burst) {
+		bad = r->log_rate ? "a log burst of at least 1 is needed" :
+				    "a log burst without a log rate";
+		at = KML_FILTER_F_LOG;
+	} else if (r->pad[0] || r->pad[1] || r->pad2) {
 		bad = "padding not zero";
 		at = KML_FILTER_F_PAD;
 	}
@@ -314,7 +323,7 @@ __u64 kml_filter_ctr_bytes(__u32 nrules)
  * @ncpus: CPUs it keeps counters for (the kernel's nr_cpu_ids)
  *
  * The sum of the sizes kml_filter_set_alloc() passes: the set, its rules
- * (room for one at least), the index, the counts carried over (the
+ * and their log limiters (room for one at least), the index, the counts carried over (the
  * rules' and the policies'), the per-CPU pointers and each CPU's counters. No overflow at
  * any @nrules and @ncpus a __u32 holds.
  *
@@ -325,7 +334,7 @@ __u64 kml_filter_set_bytes(__u32 nrules, __u32 ncpus)
 	__u64 rules = nrules ? nrules : 1;
 
 	return KML_FILTER_SET_SIZE +
-	       rules * sizeof(struct kml_filter_rule) +
+	       rules * (sizeof(struct kml_filter_rule) + KML_FILTER_LOGST_SIZE) +
 	       kml_filter_index_mem(nrules) +
 	       ((__u64)nrules + KML_FILTER_POLICY_SLOTS) * KML_FILTER_CTR_SIZE +
 	       (__u64)ncpus * (KML_FILTER_PTR_SIZE + kml_filter_ctr_bytes(nrules));
@@ -401,7 +410,12 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 			ix->ports = 1;
 		if (r->ct_state)
 			ix->ct = 1;
-		if (kind == KML_FK_LINEAR) {
+		if (r->log_rate)
+			ix->log = 1;
+		if (r->action == KML_FILTER_LOG) {
+			/* decides nothing: on a chain of its own, never found */
+			head = &ix->taps;
+		} else if (kind == KML_FK_LINEAR) {
 			head = &ix->linear;
 		} else {
 			__u32 h = kml_filter_rule_hash(ix, r, kind);
@@ -467,6 +481,23 @@ static __u32 kml_filter_probe_prefixes(const struct kml_filter_index *ix,
 		best = kml_filter_walk(ix, ix->bucket[h & ix->mask], p, best);
 	}
 	return best;
+}
+
+/**
+ * kml_filter_tap() - the next log-only rule that matches a packet
+ * @ix: the index
+ * @link: where to start: @ix->taps, or 1 + the rule after which to go on
+ *	(@ix->next[i] of the last one found)
+ * @p: the packet
+ * @best: the rule that decides @p (or %KML_FILTER_NOMATCH): a log-only
+ *	rule after it is never reached
+ *
+ * Return: the index of the log-only rule, or @best if none is left.
+ */
+__u32 kml_filter_tap(const struct kml_filter_index *ix, __u32 link,
+		     const struct kml_filter_pkt *p, __u32 best)
+{
+	return kml_filter_walk(ix, link, p, best);
 }
 
 /**

@@ -127,6 +127,9 @@ enum kml_filter_kind {
  *	not be read
  * @ct: some rule matches on connection state: the set needs conntrack,
  *	and a packet's state must be looked up
+ * @log: some rule logs
+ * @taps: 1 + the first log-only rule (%KML_FILTER_LOG), 0 none: such rules
+ *	are on no other chain, since they decide nothing
  * @nlens: per [family 0=IPv4 1=IPv6][0=src 1=dst], prefix lengths in use
  * @lens: those lengths
  */
@@ -137,9 +140,11 @@ struct kml_filter_index {
 	__u32 *bucket;
 	__u32 *next;
 	__u32 linear;
+	__u32 taps;
 	__u8 kinds;
 	__u8 ports;
 	__u8 ct;
+	__u8 log;
 	__u8 nlens[2][2];
 	__u8 lens[2][2][128];
 };
@@ -156,7 +161,8 @@ struct kml_filter_index {
  * @KML_FILTER_F_SPORT: .sport_lo or .sport_hi
  * @KML_FILTER_F_DPORT: .dport_lo or .dport_hi
  * @KML_FILTER_F_CT: .ct_state
- * @KML_FILTER_F_PAD: .pad, .pad2 or .reserved
+ * @KML_FILTER_F_PAD: .pad or .pad2
+ * @KML_FILTER_F_LOG: .log_rate or .log_burst, or a log action without them
  */
 enum kml_filter_field {
 	KML_FILTER_F_NONE,
@@ -170,6 +176,7 @@ enum kml_filter_field {
 	KML_FILTER_F_DPORT,
 	KML_FILTER_F_CT,
 	KML_FILTER_F_PAD,
+	KML_FILTER_F_LOG,
 };
 
 int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
@@ -187,14 +194,16 @@ size_t kml_filter_index_mem(__u32 nrules);
  * @KML_FILTER_PTR_SIZE: one CPU's entry in the array of counter pointers
  * @KML_FILTER_CTR_SIZE: one rule's counters, per CPU and carried over
  * @KML_FILTER_CTR_ALIGN: each CPU's counters are rounded up to this
+ * @KML_FILTER_LOGST_SIZE: one rule's log limiter (struct kml_filter_logst)
  * @KML_FILTER_POLICY_SLOTS: counter slots past the rules' ones: the in/out
  *	policy's (slot nrules) and the forward policy's (nrules + 1)
  */
-#define KML_FILTER_SET_SIZE	608
+#define KML_FILTER_SET_SIZE	624
 #define KML_FILTER_PTR_SIZE	8
 #define KML_FILTER_CTR_SIZE	16
 #define KML_FILTER_CTR_ALIGN	64
 #define KML_FILTER_POLICY_SLOTS	2
+#define KML_FILTER_LOGST_SIZE	16
 
 /**
  * kml_filter_policy_slot() - the counter slot of the policy for a hook
@@ -215,6 +224,8 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 			    void *mem);
 __u32 kml_filter_lookup_index(const struct kml_filter_index *ix,
 			      const struct kml_filter_pkt *p);
+__u32 kml_filter_tap(const struct kml_filter_index *ix, __u32 link,
+		     const struct kml_filter_pkt *p, __u32 best);
 enum kml_filter_kind kml_filter_key_of(const struct kml_filter_rule *r);
 void kml_filter_prefix_mask(__u8 *addr, unsigned int len);
 
@@ -372,6 +383,33 @@ static inline void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size,
 	}
 	*packets = segs;
 	*bytes = len + (segs - 1) * hdrlen;
+}
+
+/**
+ * kml_filter_log_admit() - may a rule write one more log record now?
+ * @tat: the rule's limiter: when its bucket is next full ("theoretical
+ *	arrival time", ns; 0 at first)
+ * @now: the time, ns, from a clock that never goes back
+ * @rate: records per second, 1..%KML_FILTER_LOG_MAX_RATE
+ * @burst: records at once, at least 1
+ * @next: set to the new @tat when the record may be written
+ *
+ * A token bucket kept as one number (the generic cell rate algorithm),
+ * so that the hook can update it with one compare-and-exchange and no
+ * lock: each record moves @tat on by one interval (1 s / @rate), and a
+ * record is allowed while @tat is less than @burst - 1 intervals ahead
+ * of @now. A rule idle for long starts again with its whole burst.
+ * Return: true if it may.
+ */
+static inline bool kml_filter_log_admit(__u64 tat, __u64 now, __u32 rate,
+					__u16 burst, __u64 *next)
+{
+	__u64 interval = 1000000000ull / rate;
+
+	if (tat > now + (__u64)(burst - 1) * interval)
+		return false;
+	*next = (tat > now ? tat : now) + interval;
+	return true;
 }
 
 #endif /* _KML_FILTER_LOGIC_H */

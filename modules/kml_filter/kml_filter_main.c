@@ -91,7 +91,8 @@ struct kml_filter_count {
  * matched, @policy_fwd the forwarded ones; counter slots nrules and
  * nrules + 1 are theirs (kml_filter_policy_slot()). @base holds counts
  * carried over from earlier sets; only updaters touch it, under the
- * namespace's lock.
+ * namespace's lock. @logst are the logging rules' limiters (one slot per
+ * rule, so that the hook finds a rule's at its index).
  */
 struct kml_filter_set {
 	u32 nrules;
@@ -101,6 +102,8 @@ struct kml_filter_set {
 	void *ixmem;
 	struct kml_filter_ctr **ctr;
 	struct kml_filter_count *base;
+	struct kml_filter_logst *logst;
+	u64 generation;
 	struct kml_filter_index ix;
 };
 
@@ -127,8 +130,9 @@ struct kml_filter_net {
 	u64 building;		/* bytes of sets being built, not yet published */
 	struct kml_filter_txn *txn;	/* a replace in parts, or NULL */
 	spinlock_t txn_lock;	/* with lock, for changes of txn */
-	struct work_struct reap;	/* ends a closed socket's replace */
+	struct work_struct reap;	/* ends a closed socket's replace or log */
 	u32 txn_seq;
+	struct kml_filter_log log;
 };
 
 /*
@@ -282,6 +286,7 @@ static void kml_filter_set_free(struct kml_filter_set *set)
 			kvfree(set->ctr[cpu]);
 	kfree(set->ctr);
 	kvfree(set->base);
+	kvfree(set->logst);
 	kvfree(set->ixmem);
 	kvfree(set->rules);
 	kfree(set);
@@ -305,6 +310,7 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	/* kml_filter_set_bytes() counts with these (a 64-bit kernel's) */
 	BUILD_BUG_ON(sizeof(struct kml_filter_ctr) != KML_FILTER_CTR_SIZE);
 	BUILD_BUG_ON(sizeof(struct kml_filter_count) != KML_FILTER_CTR_SIZE);
+	BUILD_BUG_ON(sizeof(struct kml_filter_logst) != KML_FILTER_LOGST_SIZE);
 	BUILD_BUG_ON(IS_ENABLED(CONFIG_64BIT) &&
 		     (sizeof(*set) != KML_FILTER_SET_SIZE ||
 		      sizeof(*set->ctr) != KML_FILTER_PTR_SIZE));
@@ -317,10 +323,13 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	set->ixmem = kvmalloc(kml_filter_index_mem(nrules), GFP_KERNEL_ACCOUNT);
 	set->base = kvcalloc(nrules + KML_FILTER_POLICY_SLOTS, sizeof(*set->base),
 			     GFP_KERNEL_ACCOUNT);
+	set->logst = kvcalloc(max(nrules, 1U), sizeof(*set->logst),
+			      GFP_KERNEL_ACCOUNT);
 	set->ctr = kcalloc(nr_cpu_ids, sizeof(*set->ctr), GFP_KERNEL_ACCOUNT);
-	if (!set->rules || !set->ixmem || !set->base || !set->ctr)
+	if (!set->rules || !set->ixmem || !set->base || !set->logst || !set->ctr)
 		goto fail;
 	asked = sizeof(*set) + max(nrules, 1U) * sizeof(*set->rules) +
+		max(nrules, 1U) * sizeof(*set->logst) +
 		kml_filter_index_mem(nrules) +
 		(nrules + KML_FILTER_POLICY_SLOTS) * sizeof(*set->base) +
 		nr_cpu_ids * sizeof(*set->ctr);
@@ -500,6 +509,37 @@ static bool kml_filter_policy_only(const struct sk_buff *skb,
 				     skb->len - off, *dir);
 }
 
+/*
+ * Logging, kept out of the lesson's way: only a set with a logging rule
+ * comes here. First the log-only rules before the one that decided (in
+ * order, as nftables' log statements would run), each counted as a
+ * match, then the deciding rule if it logs. @idx is the rule that
+ * decided, or a policy's slot (>= nrules).
+ */
+static noinline void kml_filter_log(struct net *net,
+				    const struct kml_filter_set *set,
+				    const struct kml_filter_pkt *p, u32 idx,
+				    u32 verdict, u64 packets, u64 bytes)
+{
+	struct kml_filter_log *log = &kml_filter_pernet(net)->log;
+	const struct kml_filter_index *ix = &set->ix;
+	u32 best = min(idx, set->nrules), i;
+	struct kml_filter_ctr *c;
+
+	for (i = kml_filter_tap(ix, ix->taps, p, best); i < best;
+	     i = kml_filter_tap(ix, ix->next[i], p, best)) {
+		c = &set->ctr[get_cpu()][i];
+		local64_add(packets, &c->packets);
+		local64_add(bytes, &c->bytes);
+		put_cpu();
+		kml_filter_log_rule(log, &set->logst[i], &set->rules[i], i,
+				    set->generation, p, verdict, bytes);
+	}
+	if (idx < set->nrules && set->rules[idx].log_rate)
+		kml_filter_log_rule(log, &set->logst[idx], &set->rules[idx],
+				    idx, set->generation, p, verdict, bytes);
+}
+
 static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 				    const struct nf_hook_state *state)
 {
@@ -566,6 +606,9 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 	trace_verdict(&pkt, idx < set->nrules ? (s32)idx : -1, verdict,
 		      skb->len);
 	/* LAB filter 3 end */
+	if (unlikely(set->ix.log))
+		kml_filter_log(state->net, set, &pkt, idx, verdict, packets,
+			       bytes);
 
 count:
 	/* LAB filter 4: count @packets and @bytes in slot @idx of this
@@ -664,6 +707,7 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 	 * index to the old one; the policies' slots are always carried), bump
 	 * fn->generation and ST_UPDATES, and free the old set.
 	 */
+	set->generation = fn->generation + 1;
 	old = rcu_replace_pointer(fn->set, set, lockdep_is_held(&fn->lock));
 	synchronize_rcu();
 	for (i = 0; i < set->nrules; i++) {
@@ -798,6 +842,10 @@ void kml_filter_get_state(struct kml_filter_net *fn,
 	st->policy_fwd_packets = fc.packets;
 	st->policy_fwd_bytes = fc.bytes;
 	st->mem_limit = READ_ONCE(net_mem_max);
+	st->log_attached = !!rcu_access_pointer(fn->log.sink);
+	st->log_records = atomic64_read(&fn->log.records);
+	st->log_suppressed = atomic64_read(&fn->log.suppressed);
+	st->log_lost = atomic64_read(&fn->log.lost);
 }
 
 /*
@@ -1191,6 +1239,7 @@ static void kml_filter_txn_reap(struct work_struct *work)
 
 	mutex_lock(&fn->lock);
 	kml_filter_txn_gone(fn);
+	kml_filter_log_gone(&fn->log);
 	mutex_unlock(&fn->lock);
 }
 
@@ -1202,6 +1251,29 @@ void kml_filter_stage_release(struct kml_filter_net *fn)
 	if (fn->txn && sock_flag(fn->txn->sk, SOCK_DEAD))
 		schedule_work(&fn->reap);
 	spin_unlock(&fn->txn_lock);
+	if (kml_filter_log_closing(&fn->log))
+		schedule_work(&fn->reap);
+}
+
+/* LOG_ATTACH and LOG_DETACH (kml_filter_log.c) */
+int kml_filter_log_start(struct kml_filter_net *fn, int fd, struct sock *sk)
+{
+	int ret;
+
+	mutex_lock(&fn->lock);
+	ret = kml_filter_log_attach(&fn->log, fd, sk);
+	mutex_unlock(&fn->lock);
+	return ret;
+}
+
+int kml_filter_log_stop(struct kml_filter_net *fn)
+{
+	int ret;
+
+	mutex_lock(&fn->lock);
+	ret = kml_filter_log_detach(&fn->log);
+	mutex_unlock(&fn->lock);
+	return ret;
 }
 
 /*
@@ -1446,6 +1518,7 @@ static int __net_init kml_filter_net_init(struct net *net)
 	mutex_init(&fn->lock);
 	spin_lock_init(&fn->txn_lock);
 	INIT_WORK(&fn->reap, kml_filter_txn_reap);
+	kml_filter_log_init(&fn->log);
 	fn->net = net;
 	set = kml_filter_set_alloc(0);
 	if (!set)
@@ -1483,6 +1556,8 @@ static void __net_exit kml_filter_net_pre_exit(struct net *net)
 		kml_filter_ct_put(net);
 		fn->ct_held = false;
 	}
+	/* the ring and kml_ring.ko are let go */
+	kml_filter_log_detach(&fn->log);
 	mutex_unlock(&fn->lock);
 }
 

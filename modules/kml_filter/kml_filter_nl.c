@@ -33,7 +33,7 @@ static const struct nla_policy kml_filter_rule_policy[KML_FILTER_RA_MAX + 1] = {
 	[KML_FILTER_RA_PROTO]	= { .type = NLA_U8 },
 	[KML_FILTER_RA_DIR]	= NLA_POLICY_MASK(NLA_U8, KML_FILTER_DIR_ALL),
 	[KML_FILTER_RA_ACTION]	= NLA_POLICY_RANGE(NLA_U8, KML_FILTER_ACCEPT,
-						   KML_FILTER_DROP),
+						   KML_FILTER_LOG),
 	[KML_FILTER_RA_SRC]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
 	[KML_FILTER_RA_SRC_LEN]	= NLA_POLICY_MAX(NLA_U8, 128),
 	[KML_FILTER_RA_DST]	= NLA_POLICY_RANGE(NLA_BINARY, 4, 16),
@@ -43,6 +43,9 @@ static const struct nla_policy kml_filter_rule_policy[KML_FILTER_RA_MAX + 1] = {
 	[KML_FILTER_RA_DPORT_LO] = { .type = NLA_U16 },
 	[KML_FILTER_RA_DPORT_HI] = { .type = NLA_U16 },
 	[KML_FILTER_RA_CT_STATE] = NLA_POLICY_MASK(NLA_U8, KML_FILTER_CT_ALL),
+	/* 0 and the upper bound are the rule checker's, which names them */
+	[KML_FILTER_RA_LOG_RATE] = { .type = NLA_U32 },
+	[KML_FILTER_RA_LOG_BURST] = { .type = NLA_U16 },
 };
 
 /* One policy per command: whatever a command does not take is refused. */
@@ -91,6 +94,10 @@ static const struct nla_policy kml_filter_rules_policy[KML_FILTER_A_MAX + 1] = {
 
 static const struct nla_policy kml_filter_txn_policy[KML_FILTER_A_MAX + 1] = {
 	[KML_FILTER_A_TXN]	= { .type = NLA_U32 },
+};
+
+static const struct nla_policy kml_filter_log_policy[KML_FILTER_A_MAX + 1] = {
+	[KML_FILTER_A_LOG_RING]	= NLA_POLICY_MAX(NLA_U32, S16_MAX),
 };
 
 static struct kml_filter_net *kml_filter_nl_net(struct genl_info *info)
@@ -175,6 +182,7 @@ static const u8 kml_filter_nl_field_attr[][2] = {
 	[KML_FILTER_F_DPORT]	= { KML_FILTER_RA_DPORT_LO, KML_FILTER_RA_DPORT_HI },
 	[KML_FILTER_F_CT]	= { KML_FILTER_RA_CT_STATE },
 	[KML_FILTER_F_PAD]	= { },
+	[KML_FILTER_F_LOG]	= { KML_FILTER_RA_LOG_RATE, KML_FILTER_RA_LOG_BURST },
 };
 
 static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
@@ -183,7 +191,7 @@ static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
 {
 	const u8 *a = kml_filter_nl_field_attr[field];
 
-	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_PAD + 1);
+	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_LOG + 1);
 	/*
 	 * Every reason is about a part the message has (a missing protocol
 	 * is blamed on the ports that need it); NULL would name none.
@@ -241,10 +249,15 @@ static int kml_filter_nl_rule(const struct nlattr *nest,
 	r->dport_hi = kml_filter_nl_u16(tb[KML_FILTER_RA_DPORT_HI], 65535);
 	if (tb[KML_FILTER_RA_CT_STATE])
 		r->ct_state = nla_get_u8(tb[KML_FILTER_RA_CT_STATE]);
+	if (tb[KML_FILTER_RA_LOG_RATE])
+		r->log_rate = nla_get_u32(tb[KML_FILTER_RA_LOG_RATE]);
+	r->log_burst = kml_filter_nl_u16(tb[KML_FILTER_RA_LOG_BURST], 0);
 	ret = kml_filter_rule_why(r, &why, &field);
 	if (ret)
-		kml_filter_nl_refuse(extack, kml_filter_nl_blame(tb, nest, field),
-				     why);
+		/* a log action without a rate: blame the action */
+		kml_filter_nl_refuse(extack,
+				     kml_filter_nl_blame(tb, nest, field) ?:
+				     tb[KML_FILTER_RA_ACTION], why);
 	return ret;
 }
 
@@ -286,6 +299,10 @@ static int kml_filter_nl_put_rule(struct sk_buff *skb,
 	err |= nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi);
 	if (r->ct_state)
 		err |= nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state);
+	if (r->log_rate) {
+		err |= nla_put_u32(skb, KML_FILTER_RA_LOG_RATE, r->log_rate);
+		err |= nla_put_u16(skb, KML_FILTER_RA_LOG_BURST, r->log_burst);
+	}
 	if (err) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
@@ -329,6 +346,11 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 				 st.policy_fwd_packets);
 	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_BYTES,
 				 st.policy_fwd_bytes);
+	err |= nla_put_u32(msg, KML_FILTER_A_LOG_RING, st.log_attached);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_RECORDS, st.log_records);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_SUPPRESSED,
+				 st.log_suppressed);
+	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_LOST, st.log_lost);
 	if (err)
 		goto fail;
 	genlmsg_end(msg, hdr);
@@ -619,6 +641,35 @@ static int kml_filter_nl_abort(struct sk_buff *skb, struct genl_info *info)
 }
 
 /*
+ * The log goes to a ring the sender has open: the descriptor is the
+ * sender's, and a netlink request to the kernel runs in the sender's
+ * context (netlink_unicast_kernel()), so kml_ring_fget() finds it.
+ */
+static int kml_filter_nl_log_attach(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret;
+
+	if (kml_filter_nl_missing(info->extack, NULL, info->attrs,
+				  KML_FILTER_A_LOG_RING, "which ring?"))
+		return -EINVAL;
+	ret = kml_filter_log_start(kml_filter_nl_net(info),
+				   nla_get_u32(info->attrs[KML_FILTER_A_LOG_RING]),
+				   NETLINK_CB(skb).sk);
+	if (ret == -EINVAL)
+		kml_filter_nl_refuse(info->extack, info->attrs[KML_FILTER_A_LOG_RING],
+				     "not a kml_ring descriptor");
+	else if (ret == -EBUSY)
+		kml_filter_nl_refuse(info->extack, NULL,
+				     "a ring is attached already");
+	return ret;
+}
+
+static int kml_filter_nl_log_detach(struct sk_buff *skb, struct genl_info *info)
+{
+	return kml_filter_log_stop(kml_filter_nl_net(info));
+}
+
+/*
  * A replace belongs to the socket that began it: when that socket goes,
  * so does its replace (kml_filter_stage_release() hands that to a work
  * item: this chain is called, under its lock, for every netlink socket
@@ -702,6 +753,18 @@ static const struct genl_ops kml_filter_genl_ops[] = {
 		.doit	= kml_filter_nl_abort,
 		.policy	= kml_filter_txn_policy,
 		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_LOG_ATTACH,
+		.doit	= kml_filter_nl_log_attach,
+		.policy	= kml_filter_log_policy,
+		.maxattr = KML_FILTER_A_MAX,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= KML_FILTER_CMD_LOG_DETACH,
+		.doit	= kml_filter_nl_log_detach,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 };

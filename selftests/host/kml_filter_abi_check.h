@@ -25,7 +25,17 @@ KML_FILTER_AT(kml_filter_rule, sport_lo, 40);
 KML_FILTER_AT(kml_filter_rule, dport_hi, 46);
 KML_FILTER_AT(kml_filter_rule, ct_state, 48);
 KML_FILTER_AT(kml_filter_rule, pad2, 49);
-KML_FILTER_AT(kml_filter_rule, reserved, 52);
+KML_FILTER_AT(kml_filter_rule, log_burst, 50);
+KML_FILTER_AT(kml_filter_rule, log_rate, 52);
+
+KML_FILTER_SIZE(kml_filter_log_event, 72);
+KML_FILTER_AT(kml_filter_log_event, suppressed, 8);
+KML_FILTER_AT(kml_filter_log_event, generation, 16);
+KML_FILTER_AT(kml_filter_log_event, sport, 24);
+KML_FILTER_AT(kml_filter_log_event, family, 28);
+KML_FILTER_AT(kml_filter_log_event, has_ports, 34);
+KML_FILTER_AT(kml_filter_log_event, src, 40);
+KML_FILTER_AT(kml_filter_log_event, dst, 56);
 
 KML_FILTER_SIZE(kml_filter_entry, 72);
 KML_FILTER_AT(kml_filter_entry, packets, 56);

@@ -54,7 +54,7 @@ static __u32 linear(const struct kml_filter_rule *r, __u32 n,
 /* kml_filter_abi_check.h checks offsets at compile time, for -m32 too */
 TEST(abi_layout)
 {
-	ASSERT_EQ(3, KML_FILTER_ABI_VERSION);
+	ASSERT_EQ(4, KML_FILTER_ABI_VERSION);
 	ASSERT_EQ(56, sizeof(struct kml_filter_rule));
 	ASSERT_EQ(72, sizeof(struct kml_filter_entry));
 	ASSERT_EQ(48, sizeof(struct kml_filter_info));
@@ -123,7 +123,7 @@ TEST(rule_check_rejects)
 	EXPECT_STREQ("ports need tcp or udp", why);
 	r = ok; r.pad[1] = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
-	r = ok; r.reserved = 1;
+	r = ok; r.pad2 = 1;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_check(&r, &why));
 	EXPECT_STREQ("padding not zero", why);
 }
@@ -168,7 +168,7 @@ TEST(rule_why_blames_the_field)
 	      "ports need tcp or udp", KML_FILTER_F_SPORT);
 	BLAME(r.ct_state = 0x10, "unknown connection state", KML_FILTER_F_CT);
 	BLAME(r.ct_state = 0x80, "unknown connection state", KML_FILTER_F_CT);
-	BLAME(r.pad2[2] = 1, "padding not zero", KML_FILTER_F_PAD);
+	BLAME(r.pad2 = 1, "padding not zero", KML_FILTER_F_PAD);
 #undef BLAME
 	/* every state bit alone, and all of them, are good */
 	for (unsigned int b = 0; b < 8; b++) {
@@ -446,6 +446,190 @@ TEST(index_equals_linear_first_match)
 	/* the random sets must exercise matches, not only misses */
 	ASSERT_GT(hits, 50000);
 	ASSERT_GT(unported, 1000);
+}
+
+/* linear(), but log-only rules decide nothing: they are skipped */
+static __u32 linear_deciding(const struct kml_filter_rule *r, __u32 n,
+			     const struct kml_filter_pkt *p)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (r[i].action != KML_FILTER_LOG && kml_filter_match(&r[i], p))
+			return i;
+	return KML_FILTER_NOMATCH;
+}
+
+/*
+ * Log-only rules: never what the lookup returns, and kml_filter_tap()
+ * gives exactly those that match before the deciding rule, in order.
+ */
+TEST(log_only_rules_are_taps)
+{
+	unsigned int seed = 777, k, i, taps = 0, decided = 0;
+	const __u32 n = 300;
+
+	for (k = 0; k < 10; k++) {
+		struct kml_filter_rule *rules = calloc(n, sizeof(*rules));
+		void *mem = malloc(kml_filter_index_mem(n));
+		struct kml_filter_index ix;
+
+		ASSERT_NE(NULL, rules);
+		ASSERT_NE(NULL, mem);
+		for (i = 0; i < n; i++) {
+			random_rule(&rules[i], &seed);
+			if (rand_r(&seed) % 3 == 0) {
+				rules[i].action = KML_FILTER_LOG;
+				rules[i].log_rate = 10;
+				rules[i].log_burst = 5;
+			} else if (rand_r(&seed) % 5 == 0) {
+				rules[i].log_rate = 1;
+				rules[i].log_burst = 1;
+			}
+			ASSERT_EQ(0, kml_filter_rule_check(&rules[i], NULL));
+		}
+		kml_filter_index_build(&ix, rules, n, mem);
+		ASSERT_EQ(1, ix.log);
+		ASSERT_NE(0, ix.taps);
+		for (i = 0; i < 3000; i++) {
+			struct kml_filter_pkt p;
+			__u32 want, got, j, t, best;
+
+			random_pkt(&p, &seed);
+			want = linear_deciding(rules, n, &p);
+			got = kml_filter_lookup(&ix, &p);
+			ASSERT_EQ(want, got);
+			decided += want != KML_FILTER_NOMATCH;
+			best = want < n ? want : n;
+			t = kml_filter_tap(&ix, ix.taps, &p, best);
+			for (j = 0; j < best; j++) {
+				if (rules[j].action != KML_FILTER_LOG ||
+				    !kml_filter_match(&rules[j], &p))
+					continue;
+				ASSERT_EQ(j, t);
+				taps++;
+				t = kml_filter_tap(&ix, ix.next[t], &p, best);
+			}
+			ASSERT_EQ(best, t);
+		}
+		free(mem);
+		free(rules);
+	}
+	ASSERT_GT(taps, 1000);
+	ASSERT_GT(decided, 1000);
+}
+
+/* A set without logging rules says so: the hook then skips the log. */
+TEST(index_knows_when_nothing_logs)
+{
+	struct kml_filter_rule r[2] = {
+		{ .dir = 1, .action = KML_FILTER_ACCEPT, .sport_hi = 0xffff,
+		  .dport_hi = 0xffff },
+		{ .dir = 1, .action = KML_FILTER_DROP, .sport_hi = 0xffff,
+		  .dport_hi = 0xffff },
+	};
+	struct kml_filter_index ix;
+	void *mem = malloc(kml_filter_index_mem(2));
+
+	ASSERT_NE(NULL, mem);
+	kml_filter_index_build(&ix, r, 2, mem);
+	EXPECT_EQ(0, ix.log);
+	EXPECT_EQ(0, ix.taps);
+	r[1].log_rate = 5;
+	r[1].log_burst = 1;
+	kml_filter_index_build(&ix, r, 2, mem);
+	EXPECT_EQ(1, ix.log);
+	EXPECT_EQ(0, ix.taps);
+	free(mem);
+}
+
+#define NS 1000000000ull
+
+/* how many of @n records @gap ns apart, from @start, the limiter lets by */
+static unsigned int admitted(__u64 *tat, __u64 start, __u64 gap, unsigned int n,
+			     __u32 rate, __u16 burst)
+{
+	unsigned int i, yes = 0;
+	__u64 next;
+
+	for (i = 0; i < n; i++)
+		if (kml_filter_log_admit(*tat, start + i * gap, rate, burst, &next)) {
+			*tat = next;
+			yes++;
+		}
+	return yes;
+}
+
+TEST(log_limiter_is_a_token_bucket)
+{
+	static const struct { __u32 rate; __u16 burst; } c[] = {
+		{ 1, 1 }, { 10, 5 }, { 1000, 1 }, { 1000, 100 },
+		{ KML_FILTER_LOG_MAX_RATE, 65535 }, { 3, 65535 },
+	};
+	unsigned int k;
+
+	for (k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
+		__u32 rate = c[k].rate;
+		__u16 burst = c[k].burst;
+		__u64 tat = 0, t0 = 5 * NS, y;
+
+		/* a flood at one instant: the burst and not one more */
+		EXPECT_EQ(burst, admitted(&tat, t0, 0, burst + 1000u, rate, burst));
+		/* then ten seconds of a flood far above the rate: about rate/s */
+		y = admitted(&tat, t0 + 1, 10 * NS / 100000, 100000, rate, burst);
+		EXPECT_LE(y, 10ull * rate + 1) TH_LOG("rate %u burst %u", rate, burst);
+		EXPECT_GE(y + 1, rate * 10ull < 100000 ? rate * 10ull : 100000);
+		/* idle for a long time: the whole burst again, no more */
+		EXPECT_EQ(burst, admitted(&tat, t0 + 100000 * NS, 0, burst + 10u,
+					  rate, burst));
+	}
+}
+
+/* Far along the clock, and with the slowest limiter, nothing wraps. */
+TEST(log_limiter_late_and_slow)
+{
+	__u64 tat = 0, next, now = (1ull << 63) - 10 * NS;
+
+	ASSERT_TRUE(kml_filter_log_admit(tat, now, 1, 1, &next));
+	EXPECT_EQ(now + NS, next);
+	tat = next;
+	EXPECT_FALSE(kml_filter_log_admit(tat, now + NS - 1, 1, 1, &next));
+	EXPECT_TRUE(kml_filter_log_admit(tat, now + NS, 1, 1, &next));
+	/* a limiter state from a far future (never) does not let one by */
+	EXPECT_FALSE(kml_filter_log_admit(~0ull - NS, 0, 1, 65535, &next));
+}
+
+TEST(log_rules_checked)
+{
+	struct kml_filter_rule ok = { .dir = 1, .action = KML_FILTER_LOG,
+				      .sport_hi = 0xffff, .dport_hi = 0xffff,
+				      .log_rate = 10, .log_burst = 5 }, r;
+	unsigned int field;
+	const char *why;
+
+	EXPECT_EQ(0, kml_filter_rule_check(&ok, NULL));
+	r = ok; r.action = KML_FILTER_DROP;
+	EXPECT_EQ(0, kml_filter_rule_check(&r, NULL));
+	r = ok; r.log_rate = KML_FILTER_LOG_MAX_RATE; r.log_burst = 65535;
+	EXPECT_EQ(0, kml_filter_rule_check(&r, NULL));
+	r = ok; r.log_rate = 0; r.log_burst = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
+	EXPECT_STREQ("a log action needs a log rate", why);
+	EXPECT_EQ(KML_FILTER_F_LOG, field);
+	r = ok; r.log_rate = KML_FILTER_LOG_MAX_RATE + 1;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
+	EXPECT_STREQ("log rate above 1000000/s", why);
+	EXPECT_EQ(KML_FILTER_F_LOG, field);
+	r = ok; r.log_burst = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
+	EXPECT_STREQ("a log burst of at least 1 is needed", why);
+	r = ok; r.action = KML_FILTER_ACCEPT; r.log_rate = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
+	EXPECT_STREQ("a log burst without a log rate", why);
+	EXPECT_EQ(KML_FILTER_F_LOG, field);
+	r = ok; r.action = 4;
+	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
+	EXPECT_STREQ("bad action", why);
 }
 
 /* An IPv4 header: version 4, @ihl words, @tot bytes, protocol UDP. */
@@ -992,7 +1176,8 @@ TEST(parse_file_many_rules)
 
 /*
  * The bytes one set asks the allocator for, by hand from
- * kml_filter_set_alloc(): the set (608), rules (56 each, one at least),
+ * kml_filter_set_alloc(): the set (624), rules (56 each and a 16-byte
+ * log limiter each, one at least),
  * index ((buckets + n) * 4, buckets the power of two >= 2n, 16 at least),
  * carried counts ((n + 2) * 16: the rules', the in/out policy's and the
  * forward policy's) and per CPU a pointer (8) and counters ((n + 2) * 16
@@ -1000,16 +1185,16 @@ TEST(parse_file_many_rules)
  */
 TEST(set_bytes_by_hand)
 {
-	EXPECT_EQ(608 + 56 + 16 * 4 + 32 + 1 * (8 + 64),
+	EXPECT_EQ(624 + 72 + 16 * 4 + 32 + 1 * (8 + 64),
 		  kml_filter_set_bytes(0, 1));
-	EXPECT_EQ(608 + 56 + 17 * 4 + 48 + 2 * (8 + 64),
+	EXPECT_EQ(624 + 72 + 17 * 4 + 48 + 2 * (8 + 64),
 		  kml_filter_set_bytes(1, 2));
-	EXPECT_EQ(608 + 8 * 56 + 24 * 4 + 160 + 4 * (8 + 192),
+	EXPECT_EQ(624 + 8 * 72 + 24 * 4 + 160 + 4 * (8 + 192),
 		  kml_filter_set_bytes(8, 4));
-	EXPECT_EQ(608 + 9 * 56 + (32 + 9) * 4 + 176 + 3 * (8 + 192),
+	EXPECT_EQ(624 + 9 * 72 + (32 + 9) * 4 + 176 + 3 * (8 + 192),
 		  kml_filter_set_bytes(9, 3));
-	/* the most rules on 64 CPUs: about 69 MiB */
-	EXPECT_EQ(72619136ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 64));
+	/* the most rules on 64 CPUs: about 70 MiB */
+	EXPECT_EQ(73667728ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 64));
 	EXPECT_EQ(64, kml_filter_ctr_bytes(0));
 	EXPECT_EQ(64, kml_filter_ctr_bytes(2));
 	EXPECT_EQ(128, kml_filter_ctr_bytes(3));
@@ -1022,9 +1207,9 @@ TEST(set_bytes_no_overflow)
 {
 	__u64 per_cpu = 8 + 1048640;	/* 65538 * 16 rounded up to 64 */
 
-	EXPECT_EQ(608ULL + 65536 * 56 + (131072 + 65536) * 4 + 65538 * 16 +
+	EXPECT_EQ(624ULL + 65536 * 72 + (131072 + 65536) * 4 + 65538 * 16 +
 		  8192 * per_cpu, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
-	EXPECT_EQ(8596030080ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
+	EXPECT_EQ(8597078672ULL, kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
 	EXPECT_LT(kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8191),
 		  kml_filter_set_bytes(KML_FILTER_MAX_RULES, 8192));
 	EXPECT_LT(kml_filter_set_bytes(KML_FILTER_MAX_RULES, 0xffffffffu) / 0xffffffffu,

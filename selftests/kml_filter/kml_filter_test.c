@@ -1123,13 +1123,13 @@ TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 		case 0: bad.family = 5; break;
 		case 1: bad.proto = 47; break;
 		case 2: bad.dir = 8; break;
-		case 3: bad.action = 3; break;
+		case 3: bad.action = 4; break;
 		case 4: bad = good[1]; bad.src_len = 33; break;
 		case 5: bad.dport_lo = 23; bad.dport_hi = 22; break;
 		case 6: bad.pad[0] = 1; break;
 		case 7: bad = good[1]; bad.src[4] = 1; break;
 		case 8: bad = good[2]; bad.proto = KML_FILTER_PROTO_ICMP; break;
-		default: bad.pad2[0] = 1; break;
+		default: bad.pad2 = 1; break;
 		}
 		set[1] = bad;
 		EXPECT_EQ(-EINVAL, replace(self->fa, set, 2, 0)) TH_LOG("%s", bad_fields[k]);
@@ -2458,7 +2458,7 @@ TEST_F_TIMEOUT(lo, rule_checks_refuse_each_field, 120)
 		case 10: bad.proto = KML_FILTER_PROTO_ICMPV6; break;
 		case 11: bad.dir = 0; break;
 		case 12: bad.pad[1] = 1; break;
-		case 13: bad.reserved = 1; break;
+		case 13: bad.pad2 = 1; break;
 		default: bad.proto = 0xff; break;
 		}
 		a.rule = bad;
@@ -3452,7 +3452,10 @@ static void family_5(struct kml_filter_rule *r) { r->family = 5; }
 static void proto_7(struct kml_filter_rule *r) { r->proto = 7; }
 static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
 static void dir_8(struct kml_filter_rule *r) { r->dir = 8; }
-static void action_3(struct kml_filter_rule *r) { r->action = 3; }
+static void action_4(struct kml_filter_rule *r) { r->action = 4; }
+static void log_no_rate(struct kml_filter_rule *r) { r->action = KML_FILTER_LOG; }
+static void log_too_fast(struct kml_filter_rule *r) { r->log_rate = 2000000; r->log_burst = 1; }
+static void log_no_burst(struct kml_filter_rule *r) { r->log_rate = 5; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
 static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
 static void dst_bits(struct kml_filter_rule *r) { r->dst[15] = 1; }
@@ -3477,7 +3480,10 @@ static const struct refusal refusals[] = {
 	{ "drop tcp", reverse_sport, 0, "reversed port range", KML_FILTER_RA_SPORT_LO, 0 },
 	/* the policy's own checks, before the handler's */
 	{ "drop in", dir_8, 0, "", KML_FILTER_RA_DIR, 0 },
-	{ "drop in", action_3, 0, "", KML_FILTER_RA_ACTION, 0 },
+	{ "drop in", action_4, 0, "", KML_FILTER_RA_ACTION, 0 },
+	{ "drop in", log_no_rate, 0, "a log action needs a log rate", KML_FILTER_RA_ACTION, 0 },
+	{ "drop in", log_too_fast, 0, "log rate above", KML_FILTER_RA_LOG_RATE, 0 },
+	{ "drop in", log_no_burst, 0, "a log burst of at least 1", KML_FILTER_RA_LOG_RATE, 0 },
 	{ "drop in", no_edit, NO_ACTION, "a rule needs an action", -1, KML_FILTER_RA_ACTION },
 	{ "drop in", no_edit, NO_DIR, "a rule needs a direction", -1, KML_FILTER_RA_DIR },
 };

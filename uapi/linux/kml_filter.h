@@ -40,7 +40,7 @@
 #include <linux/types.h>
 
 #define KML_FILTER_DEVICE	"/dev/kml_filter"
-#define KML_FILTER_ABI_VERSION	3
+#define KML_FILTER_ABI_VERSION	4
 #define KML_FILTER_MAX_RULES	65536
 
 /* struct kml_filter_rule.family: 0 matches both */
@@ -81,6 +81,23 @@
 /* verdicts: rule actions and namespace policies */
 #define KML_FILTER_ACCEPT	1
 #define KML_FILTER_DROP		2
+/*
+ * A rule action only (ABI 4): log the packet and go on to the next rule,
+ * as nftables' `log` statement alone does. It decides nothing, so it
+ * needs a log rate.
+ */
+#define KML_FILTER_LOG		3
+
+/*
+ * Logging (ABI 4): a rule with a log rate writes a record for packets it
+ * matches, at most @log_burst at once and @log_rate per second after
+ * that (a token bucket per rule), into the kml_ring an administrator
+ * attached to the namespace (KML_FILTER_CMD_LOG_ATTACH), never to the
+ * kernel log. Records over the limit are not written but counted
+ * (suppressed); a record the ring has no room for, or that has no ring to
+ * go to, is counted lost. A rule's packet counters never depend on either.
+ */
+#define KML_FILTER_LOG_MAX_RATE	1000000	/* records per second, per rule */
 
 /**
  * struct kml_filter_rule - one rule
@@ -90,7 +107,8 @@
  *	_ICMPV6 (IPv6 only)
  * @dir: a mask of %KML_FILTER_DIR_IN, _OUT and _FWD (_BOTH is in and
  *	out, _ALL all three)
- * @action: %KML_FILTER_ACCEPT or %KML_FILTER_DROP
+ * @action: %KML_FILTER_ACCEPT or %KML_FILTER_DROP, or %KML_FILTER_LOG
+ *	(log and go on; needs @log_rate)
  * @src_len: source prefix length: 0 (any address) up to 32 (IPv4) or 128
  * @dst_len: destination prefix length, as @src_len
  * @pad: zero
@@ -108,7 +126,11 @@
  *	is in its set (-EOPNOTSUPP if the kernel has none). Since ABI 3;
  *	older callers' zero means any packet, as it did.
  * @pad2: zero
- * @reserved: zero
+ * @log_burst: with @log_rate, records the rule may write at once,
+ *	1..65535; zero without it
+ * @log_rate: 0, the rule does not log, or records per second it may
+ *	write after a burst, 1..%KML_FILTER_LOG_MAX_RATE. Since ABI 4, in
+ *	what was reserved (zero, no logging, for older callers)
  *
  * Port ranges are inclusive and must not be reversed. A rule with a port
  * range never matches a packet whose ports are unknown (a non-first
@@ -129,8 +151,9 @@ struct kml_filter_rule {
 	__u16 dport_lo;
 	__u16 dport_hi;
 	__u8 ct_state;
-	__u8 pad2[3];
-	__u32 reserved;
+	__u8 pad2;
+	__u16 log_burst;
+	__u32 log_rate;
 };
 
 /**
@@ -320,6 +343,13 @@ struct kml_filter_list {
  *	once, with new counters. -EAGAIN if the rules or policy changed since
  *	it began, -EINVAL if rules are missing; the replace is over either way.
  * @KML_FILTER_CMD_REPLACE_ABORT: drop replace %KML_FILTER_A_TXN
+ * @KML_FILTER_CMD_LOG_ATTACH: send the namespace's log records to the
+ *	kml_ring open at descriptor %KML_FILTER_A_LOG_RING of the sender
+ *	(-EBADF, or -EINVAL if it is no kml_ring; -ENODEV without
+ *	kml_ring.ko). One ring per namespace (-EBUSY). The ring is held
+ *	until LOG_DETACH or until the socket that attached it is closed.
+ * @KML_FILTER_CMD_LOG_DETACH: stop sending records (-ENOENT if no ring
+ *	is attached); any administrator of the namespace may
  * @__KML_FILTER_CMD_MAX: one past the last command
  */
 enum kml_filter_cmd {
@@ -334,6 +364,8 @@ enum kml_filter_cmd {
 	KML_FILTER_CMD_REPLACE_RULES,
 	KML_FILTER_CMD_REPLACE_COMMIT,
 	KML_FILTER_CMD_REPLACE_ABORT,
+	KML_FILTER_CMD_LOG_ATTACH,
+	KML_FILTER_CMD_LOG_DETACH,
 	__KML_FILTER_CMD_MAX
 };
 
@@ -367,6 +399,13 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_POLICY_FWD_PACKETS: u64, forwarded packets the forward
  *	policy decided (output)
  * @KML_FILTER_A_POLICY_FWD_BYTES: u64, their bytes (output)
+ * @KML_FILTER_A_LOG_RING: u32, a descriptor of the sender's (LOG_ATTACH);
+ *	in GET_INFO's reply: 1 if a ring is attached, else 0
+ * @KML_FILTER_A_LOG_RECORDS: u64, log records written (output)
+ * @KML_FILTER_A_LOG_SUPPRESSED: u64, records the rules' limits held back
+ *	(output)
+ * @KML_FILTER_A_LOG_LOST: u64, records within the limits that no ring
+ *	took: none attached, or full (output)
  * @__KML_FILTER_A_MAX: one past the last attribute
  */
 enum kml_filter_attr {
@@ -391,6 +430,10 @@ enum kml_filter_attr {
 	KML_FILTER_A_POLICY_FWD,
 	KML_FILTER_A_POLICY_FWD_PACKETS,
 	KML_FILTER_A_POLICY_FWD_BYTES,
+	KML_FILTER_A_LOG_RING,
+	KML_FILTER_A_LOG_RECORDS,
+	KML_FILTER_A_LOG_SUPPRESSED,
+	KML_FILTER_A_LOG_LOST,
 	__KML_FILTER_A_MAX
 };
 
@@ -414,6 +457,8 @@ enum kml_filter_attr {
  * @KML_FILTER_RA_DPORT_LO: u16, lowest destination port; absent: 0
  * @KML_FILTER_RA_DPORT_HI: u16, highest destination port; absent: 65535
  * @KML_FILTER_RA_CT_STATE: u8, %KML_FILTER_CT_* bits; absent: any
+ * @KML_FILTER_RA_LOG_RATE: u32, as .log_rate; absent: no logging
+ * @KML_FILTER_RA_LOG_BURST: u16, as .log_burst; needs _LOG_RATE
  * @__KML_FILTER_RA_MAX: one past the last attribute
  *
  * A dump gives every attribute of a rule but the addresses of a rule
@@ -434,9 +479,57 @@ enum kml_filter_rule_attr {
 	KML_FILTER_RA_DPORT_LO,
 	KML_FILTER_RA_DPORT_HI,
 	KML_FILTER_RA_CT_STATE,
+	KML_FILTER_RA_LOG_RATE,
+	KML_FILTER_RA_LOG_BURST,
 	__KML_FILTER_RA_MAX
 };
 
 #define KML_FILTER_RA_MAX	(__KML_FILTER_RA_MAX - 1)
+
+/*
+ * Log records: kml_ring records (struct kml_ring_rec, whose timestamp is
+ * when the packet was seen) of type %KML_FILTER_REC_LOG, each followed by
+ * a struct kml_filter_log_event.
+ */
+#define KML_FILTER_REC_LOG	0x120	/* a kml_ring type, >= KML_RING_REC_USER_BASE */
+
+/**
+ * struct kml_filter_log_event - one logged packet
+ * @rule: index of the rule that logged it, in the set of @generation
+ * @len: its length from the IP header on (a GSO packet: all its segments)
+ * @suppressed: records this rule's limit held back since its previous
+ *	record, so a reader knows what it did not see
+ * @generation: the rule set's generation
+ * @sport: source port, host byte order (with @has_ports)
+ * @dport: destination port
+ * @family: %KML_FILTER_FAMILY_IPV4 or _IPV6
+ * @proto: IP protocol (0 if the headers did not parse)
+ * @dir: %KML_FILTER_DIR_IN, _OUT or _FWD
+ * @verdict: what became of the packet: %KML_FILTER_ACCEPT or _DROP
+ * @action: the rule's action (%KML_FILTER_LOG: it only logged)
+ * @ct_state: its %KML_FILTER_CT_* bit, 0 if no rule looks at it
+ * @has_ports: @sport and @dport are valid
+ * @pad: zero
+ * @src: source address, IPv4 in the first 4 bytes
+ * @dst: destination address
+ */
+struct kml_filter_log_event {
+	__u32 rule;
+	__u32 len;
+	__u64 suppressed;
+	__u64 generation;
+	__u16 sport;
+	__u16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 dir;
+	__u8 verdict;
+	__u8 action;
+	__u8 ct_state;
+	__u8 has_ports;
+	__u8 pad[5];
+	__u8 src[16];
+	__u8 dst[16];
+};
 
 #endif /* _UAPI_LINUX_KML_FILTER_H */

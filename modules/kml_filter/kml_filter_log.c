@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kml_filter's log: a record per packet a logging rule matches, limited
+ * per rule, written to a kml_ring an administrator attached.
+ *
+ * Why not printk: a flood of matching packets would flood the kernel log
+ * and the console, and the console is slow enough to stall the CPU that
+ * writes to it. A ring is a memory copy, and a full one costs a counter.
+ * Why a limiter per rule even so: a record is a dozen times the work of
+ * a match, and a reader that cannot keep up learns nothing from a
+ * million records. Whatever the limiter holds back is counted, in the
+ * namespace's totals and in the next record of the rule, so nobody has to
+ * guess what was not written. The limiter is one 64-bit number updated
+ * with compare-and-exchange (kml_filter_log_admit()): the hook runs in
+ * softirq and, for LOCAL_OUT, in process context, and takes no lock.
+ *
+ * kml_ring is optional: its two functions are looked up (symbol_get())
+ * when a ring is attached, and the one that writes is held while it is,
+ * so kml_filter loads without it and kml_ring cannot go under a sink.
+ */
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/module.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <net/sock.h>
+
+#include "../include/kml_ring.h"
+#include "kml_filter.h"
+#include "kml_filter_logic.h"
+
+struct kml_filter_sink {
+	struct file *ring;
+	int (*write)(struct file *ring, u32 type, const void *data, u32 len);
+	struct rcu_head rcu;
+};
+
+void kml_filter_log_init(struct kml_filter_log *log)
+{
+	spin_lock_init(&log->lock);
+	RCU_INIT_POINTER(log->sink, NULL);
+}
+
+/* Called for a packet rule @r (at @index) matched; under rcu_read_lock(). */
+void kml_filter_log_rule(struct kml_filter_log *log,
+			 struct kml_filter_logst *st,
+			 const struct kml_filter_rule *r, u32 index,
+			 u64 generation, const struct kml_filter_pkt *p,
+			 u32 verdict, u32 len)
+{
+	struct kml_filter_log_event ev;
+	struct kml_filter_sink *sink;
+	u64 now = ktime_get_mono_fast_ns();
+	s64 tat = atomic64_read(&st->tat);
+	u64 next;
+
+	do {
+		if (!kml_filter_log_admit(tat, now, r->log_rate, r->log_burst,
+					  &next)) {
+			atomic64_inc(&st->held);
+			atomic64_inc(&log->suppressed);
+			return;
+		}
+	} while (!atomic64_try_cmpxchg(&st->tat, &tat, next));
+
+	memset(&ev, 0, sizeof(ev));
+	ev.rule = index;
+	ev.len = len;
+	ev.suppressed = atomic64_xchg(&st->held, 0);
+	ev.generation = generation;
+	ev.family = p->family;
+	ev.proto = p->proto;
+	ev.dir = p->dir;
+	ev.verdict = verdict;
+	ev.action = r->action;
+	ev.ct_state = p->ct;
+	ev.has_ports = p->has_ports;
+	ev.sport = p->sport;
+	ev.dport = p->dport;
+	memcpy(ev.src, p->src, sizeof(ev.src));
+	memcpy(ev.dst, p->dst, sizeof(ev.dst));
+	sink = rcu_dereference(log->sink);
+	if (sink && !sink->write(sink->ring, KML_FILTER_REC_LOG, &ev, sizeof(ev)))
+		atomic64_inc(&log->records);
+	else
+		atomic64_inc(&log->lost);
+}
+
+static void kml_filter_sink_free(struct kml_filter_sink *sink)
+{
+	fput(sink->ring);
+	symbol_put(kml_ring_write_file);
+	kfree(sink);
+}
+
+/*
+ * Attach the ring at descriptor @fd of the calling process, for as long
+ * as socket @sk (held meanwhile) is open. One per namespace.
+ */
+int kml_filter_log_attach(struct kml_filter_log *log, int fd, struct sock *sk)
+{
+	struct file *(*fget_ring)(int fd);
+	struct kml_filter_sink *sink;
+	int ret;
+
+	kml_filter_log_gone(log);
+	if (rcu_access_pointer(log->sink))
+		return -EBUSY;
+	sink = kzalloc(sizeof(*sink), GFP_KERNEL_ACCOUNT);
+	if (!sink)
+		return -ENOMEM;
+	/* a process with a ring open has kml_ring.ko loaded: no request_module() */
+	fget_ring = symbol_get(kml_ring_fget);
+	sink->write = symbol_get(kml_ring_write_file);
+	ret = -ENODEV;
+	if (!fget_ring || !sink->write)
+		goto out;
+	sink->ring = fget_ring(fd);
+	ret = PTR_ERR_OR_ZERO(sink->ring);
+	if (ret)
+		goto out;
+	symbol_put(kml_ring_fget);
+	sock_hold(sk);
+	spin_lock(&log->lock);
+	log->owner = sk;
+	spin_unlock(&log->lock);
+	rcu_assign_pointer(log->sink, sink);
+	return 0;
+out:
+	if (fget_ring)
+		symbol_put(kml_ring_fget);
+	if (sink->write)
+		symbol_put(kml_ring_write_file);
+	kfree(sink);
+	return ret;
+}
+
+/* Stop writing to the ring; it is let go after the hooks done with it. */
+int kml_filter_log_detach(struct kml_filter_log *log)
+{
+	struct kml_filter_sink *sink;
+	struct sock *owner;
+
+	sink = rcu_replace_pointer(log->sink, NULL, true);
+	if (!sink)
+		return -ENOENT;
+	spin_lock(&log->lock);
+	owner = log->owner;
+	log->owner = NULL;
+	spin_unlock(&log->lock);
+	sock_put(owner);
+	/* fput() may sleep-free; after a grace period, from process context */
+	synchronize_rcu();
+	kml_filter_sink_free(sink);
+	return 0;
+}
+
+/* Detach if the socket that attached the ring has been closed. */
+void kml_filter_log_gone(struct kml_filter_log *log)
+{
+	if (rcu_access_pointer(log->sink) && sock_flag(log->owner, SOCK_DEAD))
+		kml_filter_log_detach(log);
+}
+
+/* From the netlink close notifier: must the log be detached? No waiting. */
+bool kml_filter_log_closing(struct kml_filter_log *log)
+{
+	bool dead;
+
+	spin_lock(&log->lock);
+	dead = log->owner && sock_flag(log->owner, SOCK_DEAD);
+	spin_unlock(&log->lock);
+	return dead;
+}
