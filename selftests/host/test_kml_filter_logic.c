@@ -153,7 +153,11 @@ TEST(rule_why_blames_the_field)
 	BLAME((r.proto = KML_FILTER_PROTO_ICMPV6, r.dport_lo = 0, r.dport_hi = 0xffff),
 	      "protocol of the other family", KML_FILTER_F_PROTO);
 	BLAME(r.dir = 0, "bad direction", KML_FILTER_F_DIR);
-	BLAME(r.action = 3, "bad action", KML_FILTER_F_ACTION);
+	BLAME(r.action = 4, "bad action", KML_FILTER_F_ACTION);
+	BLAME(r.action = KML_FILTER_LOG, "a log action needs a log rate", KML_FILTER_F_LOG);
+	BLAME(r.log_burst = 1, "a log burst without a log rate", KML_FILTER_F_LOG);
+	BLAME((r.log_rate = 1, r.log_burst = 0), "a log burst of at least 1 is needed",
+	      KML_FILTER_F_LOG);
 	BLAME(r.family = 0, "address without a family", KML_FILTER_F_SRC);
 	BLAME((r.family = 0, r.src_len = 0, memset(r.src, 0, 16)),
 	      "address without a family", KML_FILTER_F_DST);

@@ -45,6 +45,7 @@
 #include "../kml_fault.h"
 #include "../kml_trace.h"
 #include <linux/kml_filter.h>
+#include <linux/kml_ring.h>
 #include "../../userspace/kml_filter_parse.h"
 #include "../../userspace/kml_nl.h"
 #include "../../modules/kml_filter/kml_filter_logic.h"
@@ -3235,6 +3236,12 @@ static void nl_put_rule(struct nlreq *q, const struct kml_filter_rule *r,
 	if (r->ct_state)
 		q->at[KML_FILTER_RA_CT_STATE] = kml_nl_put_u8(m, KML_FILTER_RA_CT_STATE,
 							      r->ct_state);
+	if (r->log_rate || r->log_burst) {
+		q->at[KML_FILTER_RA_LOG_RATE] = kml_nl_put_u32(m, KML_FILTER_RA_LOG_RATE,
+							       r->log_rate);
+		q->at[KML_FILTER_RA_LOG_BURST] = kml_nl_put_u16(m, KML_FILTER_RA_LOG_BURST,
+								r->log_burst);
+	}
 	kml_nl_nest_end(m, q->nest);
 }
 
@@ -3271,6 +3278,10 @@ static int nl_rule_of(const struct kml_nl_attr *nest, struct kml_filter_rule *r)
 		return -EINVAL;
 	if (tb[KML_FILTER_RA_CT_STATE].data &&
 	    kml_nl_get_u8(&tb[KML_FILTER_RA_CT_STATE], &r->ct_state))
+		return -EINVAL;
+	if (tb[KML_FILTER_RA_LOG_RATE].data &&
+	    (kml_nl_get_u32(&tb[KML_FILTER_RA_LOG_RATE], &r->log_rate) ||
+	     kml_nl_get_u16(&tb[KML_FILTER_RA_LOG_BURST], &r->log_burst)))
 		return -EINVAL;
 	if (tb[KML_FILTER_RA_SRC].data) {
 		if (kml_nl_get_bin(&tb[KML_FILTER_RA_SRC], &p, &len) || len > 16 ||
@@ -3514,7 +3525,7 @@ TEST_F(nl, refused_rule_names_its_attribute)
 		nl_put_rule(&q, &r, c->quirks);
 		ASSERT_LE(0, kml_nl_msg_len(&q.m));
 		/* a value outside a policy's range is ERANGE */
-		EXPECT_EQ(c->edit == action_3 ? -ERANGE : -EINVAL,
+		EXPECT_EQ(c->edit == action_4 ? -ERANGE : -EINVAL,
 			  kml_nl_request(&self->s, &q.m, NULL, NULL, &err))
 			TH_LOG("case %zu", k);
 		EXPECT_NE(NULL, strstr(err.msg, c->msg))
@@ -3755,6 +3766,7 @@ TEST_F(nl, changes_need_cap_net_admin)
 				KML_FILTER_CMD_NEWRULE, KML_FILTER_CMD_DELRULE,
 				KML_FILTER_CMD_FLUSH, KML_FILTER_CMD_SET_POLICY,
 				KML_FILTER_CMD_REPLACE_BEGIN,
+				KML_FILTER_CMD_LOG_ATTACH, KML_FILTER_CMD_LOG_DETACH,
 			};
 
 			for (size_t k = 0; k < sizeof(cmds); k++) {
@@ -3767,6 +3779,8 @@ TEST_F(nl, changes_need_cap_net_admin)
 					kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, 2);
 				if (cmds[k] == KML_FILTER_CMD_REPLACE_BEGIN)
 					kml_nl_put_u32(&q.m, KML_FILTER_A_NRULES, 0);
+				if (cmds[k] == KML_FILTER_CMD_LOG_ATTACH)
+					kml_nl_put_u32(&q.m, KML_FILTER_A_LOG_RING, 0);
 				bad |= kml_nl_request(s, &q.m, NULL, NULL, &err) != -EPERM;
 			}
 			nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
@@ -5441,6 +5455,416 @@ TEST_F_TIMEOUT(nl, client_list_is_one_set_while_it_changes, 300)
 	EXPECT_LT(0, whole);
 	free(a);
 	free(b);
+}
+
+
+/* ---- logging ---- */
+
+/* A kml_ring of @pages (kml_ring.ko loaded if need be), or -1. */
+static int log_ring(unsigned int pages)
+{
+	__u32 np = pages;
+	int fd;
+
+	if (kml_load_once("modules/kml_ring/kml_ring.ko", ""))
+		return -1;
+	fd = open(KML_RING_DEVICE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0 && ioctl(fd, KML_RING_IOC_SET_SIZE, &np)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static int nl_log_attach(struct kml_nl_sock *s, uint16_t fam, int ring,
+			 struct kml_nl_err *e)
+{
+	struct nlreq q;
+
+	nl_begin(&q, fam, KML_FILTER_CMD_LOG_ATTACH, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_LOG_RING, ring);
+	return kml_nl_request(s, &q.m, NULL, NULL, e);
+}
+
+static int nl_log_detach(struct kml_nl_sock *s, uint16_t fam, struct kml_nl_err *e)
+{
+	struct nlreq q;
+
+	nl_begin(&q, fam, KML_FILTER_CMD_LOG_DETACH, 0);
+	return kml_nl_request(s, &q.m, NULL, NULL, e);
+}
+
+struct loginfo {
+	__u32 attached;
+	__u64 records, suppressed, lost, generation;
+};
+
+static int log_info(FIXTURE_DATA(nl) *self, struct loginfo *li)
+{
+	struct kml_nl_err err;
+	struct nlinfo r;
+	uint64_t v[4];
+
+	if (nl_info(self, &r, &err) ||
+	    kml_nl_get_u32(&r.tb[KML_FILTER_A_LOG_RING], &li->attached) ||
+	    kml_nl_get_u64(&r.tb[KML_FILTER_A_LOG_RECORDS], &v[0]) ||
+	    kml_nl_get_u64(&r.tb[KML_FILTER_A_LOG_SUPPRESSED], &v[1]) ||
+	    kml_nl_get_u64(&r.tb[KML_FILTER_A_LOG_LOST], &v[2]) ||
+	    kml_nl_get_u64(&r.tb[KML_FILTER_A_GENERATION], &v[3]))
+		return -1;
+	li->records = v[0];
+	li->suppressed = v[1];
+	li->lost = v[2];
+	li->generation = v[3];
+	return 0;
+}
+
+/* Append @text as a rule that logs (@only: with the action log). */
+static int add_log_rule(int fd, const char *text, int only, __u32 rate, __u16 burst)
+{
+	struct kml_filter_add a = { .position = KML_FILTER_APPEND };
+
+	if (rule_of(text, &a.rule))
+		return -EINVAL;
+	if (only)
+		a.rule.action = KML_FILTER_LOG;
+	a.rule.log_rate = rate;
+	a.rule.log_burst = burst;
+	return ioctl(fd, KML_FILTER_IOC_ADD, &a) ? -errno : 0;
+}
+
+struct logread {
+	unsigned int n;			/* records read */
+	unsigned int kept;		/* of them in @ev */
+	__u64 suppressed;		/* the sum of their suppressed fields */
+	int other;			/* records of another type */
+	struct kml_filter_log_event ev[256];
+};
+
+/* Every record the ring holds now (read(), non-blocking). */
+static void log_read(int ring, struct logread *lr)
+{
+	static char buf[1 << 16];
+	ssize_t n;
+
+	while ((n = read(ring, buf, sizeof(buf))) > 0) {
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct kml_ring_rec) <= n;) {
+			const struct kml_ring_rec *rec = (const void *)(buf + off);
+			const struct kml_filter_log_event *ev = (const void *)(rec + 1);
+
+			if (rec->size < sizeof(*rec) || off + rec->size > n)
+				break;
+			off += rec->size;
+			if (rec->type == KML_RING_REC_PAD)
+				continue;
+			if (rec->type != KML_FILTER_REC_LOG ||
+			    rec->size < sizeof(*rec) + sizeof(*ev)) {
+				lr->other++;
+				continue;
+			}
+			lr->n++;
+			lr->suppressed += ev->suppressed;
+			if (lr->kept < sizeof(lr->ev) / sizeof(lr->ev[0]))
+				lr->ev[lr->kept++] = *ev;
+		}
+	}
+}
+
+/* A UDP receiver on 127.0.0.1:@port and a sender connected to it. */
+static int lo_udp(int port, int *rx, int *tx)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int big = 8 << 20;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	*tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (*rx < 0 || *tx < 0)
+		return -1;
+	setsockopt(*rx, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+	if (bind(*rx, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	return connect(*tx, (struct sockaddr *)&sin, sizeof(sin));
+}
+
+/*
+ * A flood through a logging rule: every packet is counted by its rule,
+ * and each is a record written, held back by the limit or lost, exactly;
+ * no more records than the burst and the rate allow in the time the
+ * flood took; the records' own counts of what was held back add up to
+ * the namespace's. The verdict never depends on how fast the flood went.
+ */
+TEST_F_TIMEOUT(nl, log_flood_counts_every_packet, 300)
+{
+	const int n = 20000, rate = 50, burst = 10;
+	struct logread *lr = calloc(1, sizeof(*lr));
+	struct loginfo li, li2;
+	struct kml_nl_err err;
+	long long t0, ms;
+	int ring, rx, tx, k;
+	__u64 limit;
+
+	ASSERT_NE(NULL, lr);
+	ASSERT_EQ(0, lo_up());
+	ring = log_ring(64);
+	ASSERT_LE(0, ring);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, add_log_rule(self->fd, "accept in udp dport 9999", 0, rate, burst));
+	ASSERT_EQ(0, lo_udp(9999, &rx, &tx));
+	t0 = now_ms();
+	EXPECT_EQ(n, udp_send(tx, n, 10));
+	ms = now_ms() - t0;
+	EXPECT_EQ((__u64)n, rule_packets(self->fd, 0, n));
+	ASSERT_EQ(0, log_info(self, &li));
+	EXPECT_EQ(1, li.attached);
+	EXPECT_EQ((__u64)n, li.records + li.suppressed + li.lost)
+		TH_LOG("records %llu suppressed %llu lost %llu", (unsigned long long)li.records,
+		       (unsigned long long)li.suppressed, (unsigned long long)li.lost);
+	/* at most the burst and what the rate refilled while it lasted */
+	limit = burst + (__u64)rate * (ms + 999) / 1000 + 1;
+	EXPECT_GE(li.records + li.lost, (__u64)burst);
+	EXPECT_LE(li.records + li.lost, limit);
+	log_read(ring, lr);
+	EXPECT_EQ(li.records, lr->n);
+	EXPECT_EQ(0, lr->other);
+	EXPECT_LE(lr->suppressed, li.suppressed);
+	for (unsigned int i = 0; i < lr->kept; i++) {
+		const struct kml_filter_log_event *e = &lr->ev[i];
+
+		EXPECT_EQ(0, e->rule);
+		EXPECT_EQ(38, e->len);
+		EXPECT_EQ(li.generation, e->generation);
+		EXPECT_EQ(KML_FILTER_FAMILY_IPV4, e->family);
+		EXPECT_EQ(KML_FILTER_PROTO_UDP, e->proto);
+		EXPECT_EQ(KML_FILTER_DIR_IN, e->dir);
+		EXPECT_EQ(KML_FILTER_ACCEPT, e->verdict);
+		EXPECT_EQ(KML_FILTER_ACCEPT, e->action);
+		EXPECT_EQ(1, e->has_ports);
+		EXPECT_EQ(9999, e->dport);
+		EXPECT_EQ(0, memcmp(e->src, "\x7f\0\0\1", 4));
+		EXPECT_EQ(0, memcmp(e->dst, "\x7f\0\0\1", 4));
+		if (!_metadata->passed)
+			break;
+	}
+	/*
+	 * One more packet once the limit lets one by: its record carries
+	 * what was held back since the last, so the records' sum is exact.
+	 */
+	for (k = 0; k < 400; k++) {
+		usleep(1000000 / rate);
+		ASSERT_EQ(1, udp_send(tx, 1, 10));
+		ASSERT_EQ(0, log_info(self, &li2));
+		if (li2.records + li2.lost > li.records + li.lost)
+			break;
+	}
+	ASSERT_LT(k, 400);
+	log_read(ring, lr);
+	if (!li2.lost) {
+		EXPECT_EQ(li2.records, lr->n);
+		EXPECT_EQ(li2.suppressed, lr->suppressed);
+	}
+	TH_LOG("flood of %d datagrams in %lld ms: %llu records, %llu suppressed, %llu lost",
+	       n, ms, (unsigned long long)li.records, (unsigned long long)li.suppressed,
+	       (unsigned long long)li.lost);
+	close(rx);
+	close(tx);
+	close(ring);
+	free(lr);
+}
+
+/*
+ * A log-only rule logs and goes on: the rule after it decides, and a
+ * log-only rule after the deciding one is never reached. Each counts the
+ * packets it logged; a rule that does not log writes nothing.
+ */
+TEST_F(nl, log_only_rules_log_and_go_on)
+{
+	struct logread *lr = calloc(1, sizeof(*lr));
+	unsigned int by_rule[3] = { 0 }, drop0 = 0, p9000 = 0;
+	struct kml_filter_entry e[3];
+	struct kml_nl_err err;
+	int ring, rx0, tx0, rx1, tx1;
+	__u32 n = 3;
+
+	ASSERT_NE(NULL, lr);
+	ASSERT_EQ(0, lo_up());
+	ring = log_ring(16);
+	ASSERT_LE(0, ring);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, add_log_rule(self->fd, "accept in udp dport 9000-9001", 1, 1000, 1000));
+	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 9001"));
+	ASSERT_EQ(0, add_log_rule(self->fd, "accept in udp", 1, 1000, 1000));
+	ASSERT_EQ(0, lo_udp(9000, &rx0, &tx0));
+	ASSERT_EQ(0, lo_udp(9001, &rx1, &tx1));
+	EXPECT_EQ(5, udp_send(tx0, 5, 10));
+	EXPECT_EQ(5, udp_send(tx1, 5, 10));
+	EXPECT_EQ(5, udp_collect(rx0, 5, 200));
+	EXPECT_EQ(0, udp_drain(rx1, 200));
+	EXPECT_EQ(5, rule_packets(self->fd, 1, 5));
+	ASSERT_EQ(0, list(self->fd, e, &n));
+	EXPECT_EQ(10, e[0].packets);
+	EXPECT_EQ(5, e[1].packets);
+	EXPECT_EQ(5, e[2].packets);
+	EXPECT_EQ(KML_FILTER_LOG, e[0].rule.action);
+	EXPECT_EQ(1000, e[0].rule.log_rate);
+	log_read(ring, lr);
+	EXPECT_EQ(15, lr->n);
+	for (unsigned int i = 0; i < lr->kept && i < 15; i++) {
+		const struct kml_filter_log_event *ev = &lr->ev[i];
+
+		if (ev->rule < 3)
+			by_rule[ev->rule]++;
+		EXPECT_EQ(KML_FILTER_LOG, ev->action);
+		drop0 += ev->rule == 0 && ev->verdict == KML_FILTER_DROP;
+		p9000 += ev->rule == 2 && ev->dport == 9000 &&
+			 ev->verdict == KML_FILTER_ACCEPT;
+	}
+	EXPECT_EQ(10, by_rule[0]);
+	EXPECT_EQ(0, by_rule[1]);
+	EXPECT_EQ(5, by_rule[2]);
+	EXPECT_EQ(5, drop0);
+	EXPECT_EQ(5, p9000);
+	close(rx0);
+	close(tx0);
+	close(rx1);
+	close(tx1);
+	close(ring);
+	free(lr);
+}
+
+/*
+ * Attaching: a descriptor that is no kml_ring, or none, is refused and
+ * said; one ring per namespace; it belongs to the socket that attached
+ * it, and closing that socket detaches it. With no ring, records that
+ * pass the limit are counted lost, and nothing else changes.
+ */
+TEST_F(nl, log_attach_errors_and_its_owner)
+{
+	struct kml_nl_sock s2;
+	struct kml_nl_err err;
+	struct loginfo li, li2;
+	struct nlreq q;
+	int ring, null, rx, tx, k;
+
+	ASSERT_EQ(0, lo_up());
+	ring = log_ring(4);
+	ASSERT_LE(0, ring);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, null);
+	EXPECT_EQ(-EINVAL, nl_log_attach(&self->s, self->fam, null, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "not a kml_ring")) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-EBADF, nl_log_attach(&self->s, self->fam, 1000, &err));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
+	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
+	EXPECT_EQ(-ENOENT, nl_log_detach(&self->s, self->fam, &err));
+	ASSERT_EQ(0, log_info(self, &li));
+	EXPECT_EQ(0, li.attached);
+
+	ASSERT_EQ(0, kml_nl_open(&s2));
+	ASSERT_EQ(0, nl_log_attach(&s2, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	EXPECT_EQ(-EBUSY, nl_log_attach(&self->s, self->fam, ring, &err));
+	EXPECT_NE(NULL, strstr(err.msg, "attached already")) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, log_info(self, &li));
+	EXPECT_EQ(1, li.attached);
+	/* the ring stays attached when its descriptor is closed here */
+	ASSERT_EQ(0, add_log_rule(self->fd, "accept in udp dport 9100", 0, 1000, 100));
+	ASSERT_EQ(0, lo_udp(9100, &rx, &tx));
+	EXPECT_EQ(3, udp_send(tx, 3, 10));
+	EXPECT_EQ(3, rule_packets(self->fd, 0, 3));
+	ASSERT_EQ(0, log_info(self, &li2));
+	EXPECT_EQ(li.records + 3, li2.records);
+	/* closing the socket that attached it detaches it, soon */
+	kml_nl_close(&s2);
+	for (k = 0; k < 200; k++) {
+		ASSERT_EQ(0, log_info(self, &li));
+		if (!li.attached)
+			break;
+		usleep(20000);
+	}
+	EXPECT_EQ(0, li.attached);
+	EXPECT_EQ(3, udp_send(tx, 3, 10));
+	EXPECT_EQ(6, rule_packets(self->fd, 0, 6));
+	ASSERT_EQ(0, log_info(self, &li));
+	EXPECT_EQ(li2.records, li.records);
+	EXPECT_EQ(li2.lost + 3, li.lost);
+	/* another may attach now, and detach */
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, nl_log_detach(&self->s, self->fam, &err));
+	EXPECT_EQ(-ENOENT, nl_log_detach(&self->s, self->fam, &err));
+	close(rx);
+	close(tx);
+	close(null);
+	close(ring);
+}
+
+/*
+ * While a namespace logs to a ring, kml_ring cannot be unloaded (the
+ * sink holds it); kml_filter can, in the middle of a flood, and lets the
+ * ring and kml_ring go. A namespace that dies with a ring attached does
+ * too.
+ */
+TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
+{
+	struct kml_nl_err err;
+	int ring, rx, tx, st;
+	pid_t pid;
+
+	ASSERT_EQ(0, lo_up());
+	ring = log_ring(4);
+	ASSERT_LE(0, ring);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, add_log_rule(self->fd, "accept in udp dport 9200", 0, 100, 10));
+	ASSERT_EQ(0, lo_udp(9200, &rx, &tx));
+	close(ring);
+	/* the ring's file is closed here, but the namespace holds it */
+	EXPECT_NE(0, syscall(SYS_delete_module, "kml_ring", O_NONBLOCK));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		for (;;)
+			udp_send(tx, 100, 10);
+	}
+	usleep(200000);
+	close(self->fd);
+	self->fd = -1;
+	kml_nl_close(&self->s);
+	EXPECT_EQ(0, kml_unload("kml_filter"));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	/* nothing holds kml_ring any more */
+	EXPECT_EQ(0, kml_unload("kml_ring"));
+	close(rx);
+	close(tx);
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+	ASSERT_EQ(0, kml_nl_open(&self->s));
+	ASSERT_EQ(0, kml_nl_family_id(&self->s, KML_FILTER_GENL_NAME, &self->fam));
+
+	/* a namespace that dies with a ring attached lets it go too */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kml_nl_sock s;
+		int r;
+
+		if (unshare(CLONE_NEWNET) || kml_nl_open(&s))
+			_exit(90);
+		r = log_ring(4);
+		if (r < 0)
+			_exit(91);
+		if (nl_log_attach(&s, self->fam, r, &err))
+			_exit(92);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	/* the namespace goes in the background: its ring with it */
+	for (int k = 0; k < 500; k++) {
+		if (!kml_unload("kml_ring"))
+			break;
+		usleep(20000);
+	}
+	EXPECT_EQ(0, kml_load_once("modules/kml_ring/kml_ring.ko", ""));
 }
 
 TEST_HARNESS_MAIN
