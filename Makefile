@@ -366,9 +366,10 @@ $(BUILD)/bench/kml_ring_bench: selftests/bench/kml_ring_bench.c $(RING_LIB) user
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -o $@ $< $(RING_LIB)
 
-$(BUILD)/bench/kml_filter_bench: selftests/bench/kml_filter_bench.c $(FILTER_LIB) $(FILTER_HDR)
+$(BUILD)/bench/kml_filter_bench: selftests/bench/kml_filter_bench.c $(FILTER_LIB) $(FILTER_HDR) \
+		userspace/kml_nl.c userspace/kml_nl.h
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) -lpthread
+	$(CC) $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) userspace/kml_nl.c -lpthread
 
 $(BUILD)/bench/kml_record_bench: selftests/bench/kml_record_bench.c $(PROBE_FILE) \
 		userspace/kml_probe_file.h uapi/linux/kml_probe.h

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,9 +34,19 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+/* A policy's or a rule action's word; "log" is a rule action only. */
 const char *kml_filter_verdict_name(__u32 v)
 {
-	return v == KML_FILTER_DROP ? "drop" : v == KML_FILTER_ACCEPT ? "accept" : "?";
+	switch (v) {
+	case KML_FILTER_ACCEPT:
+		return "accept";
+	case KML_FILTER_DROP:
+		return "drop";
+	case KML_FILTER_LOG:
+		return "log";
+	default:
+		return "?";
+	}
 }
 
 static int parse_port(const char *s, const char **end, __u16 *out)
@@ -121,6 +132,57 @@ static int parse_prefix(const char *s, __u8 *family, __u8 *addr, __u8 *len,
 	}
 	*family = fam;
 	*len = (__u8)l;
+	return 0;
+}
+
+/* Decimal digits only, no sign or space, at most @max. */
+static int parse_uint(const char *s, const char **end, unsigned long max,
+		      unsigned long *out)
+{
+	unsigned long v = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > max)
+			return -1;
+		p++;
+	}
+	*out = v;
+	*end = p;
+	return 0;
+}
+
+/*
+ * "N" or "N/s": records per second. Any 32-bit N is syntax, so that
+ * --no-check can send what the kernel refuses; 0 and what is above
+ * KML_FILTER_LOG_MAX_RATE are judged with the rest of the rule.
+ */
+static int parse_log_rate(const char *s, __u32 *rate, bool check, char *err,
+			  size_t errlen)
+{
+	const char *end;
+	unsigned long v;
+
+	if (parse_uint(s, &end, 0xffffffffUL, &v) || (*end && strcmp(end, "/s")) ||
+	    (check && !v))
+		return fail(err, errlen,
+			    "bad log rate '%s': give records per second, 1..%u, as N or N/s",
+			    s, KML_FILTER_LOG_MAX_RATE);
+	*rate = (__u32)v;
+	return 0;
+}
+
+static int parse_log_burst(const char *s, __u16 *burst, char *err, size_t errlen)
+{
+	const char *end;
+	unsigned long v;
+
+	if (parse_uint(s, &end, 65535, &v) || *end)
+		return fail(err, errlen, "bad log burst '%s': give 1..65535", s);
+	*burst = (__u16)v;
 	return 0;
 }
 
@@ -240,7 +302,11 @@ __u8 kml_filter_ct_state_bit(unsigned int i)
  * @errlen: size of @err
  *
  * The direction words (in, out, fwd) add up; a rule without any is in
- * and out (%KML_FILTER_DIR_BOTH), never forwarded traffic.
+ * and out (%KML_FILTER_DIR_BOTH), never forwarded traffic. 'log' with
+ * accept or drop sets the rule's log rate and burst ('rate N[/s]',
+ * 'burst N', else %KML_FILTER_LOG_DEFAULT_RATE and _BURST); 'log'
+ * without either is the action %KML_FILTER_LOG, and the word of the
+ * action then.
  *
  * Return: 0, or -1 with @err set.
  */
@@ -259,7 +325,7 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 		words = &local;
 	words->action = words->dir = words->family = words->proto = -1;
 	words->src = words->dst = words->sport = words->dport = -1;
-	words->ct = -1;
+	words->ct = words->log = -1;
 	memset(r, 0, sizeof(*r));
 	r->sport_hi = r->dport_hi = 0xffff;
 	for (i = 0; i < argc; i++) {
@@ -324,6 +390,21 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 			/* an address that gives the family is the family's word */
 			if (!fam_before && r->family)
 				words->family = i;
+		} else if (!strcmp(w, "log")) {
+			bit = 512;
+			words->log = i;
+		} else if (!strcmp(w, "rate") || !strcmp(w, "burst")) {
+			bit = w[0] == 'r' ? 1024 : 2048;
+			if (!arg)
+				return fail(err, errlen, "'%s' needs a value, e.g. 'log %s %s'", w, w,
+					    bit == 1024 ? "10/s" : "5");
+			if (seen & bit)
+				return fail(err, errlen, "'%s' given twice", w);
+			if (bit == 1024 && parse_log_rate(arg, &r->log_rate, check, err, errlen))
+				return -1;
+			if (bit == 2048 && parse_log_burst(arg, &r->log_burst, err, errlen))
+				return -1;
+			i++;
 		} else if (!strcmp(w, "ct")) {
 			bit = 256;
 			if (!arg)
@@ -351,6 +432,20 @@ int kml_filter_parse_rule_words(int argc, char *const argv[], struct kml_filter_
 	/* the meaning from before the forward hook: this host's traffic */
 	if (!r->dir)
 		r->dir = KML_FILTER_DIR_BOTH;
+	if ((seen & (1024 | 2048)) && !(seen & 512))
+		return fail(err, errlen, "'%s' is for logging: give 'log' too, e.g. 'log rate 10/s burst 5'",
+			    seen & 1024 ? "rate" : "burst");
+	if (seen & 512) {
+		/* log alone is the action; with accept or drop, it is theirs */
+		if (!r->action) {
+			r->action = KML_FILTER_LOG;
+			words->action = words->log;
+		}
+		if (!(seen & 1024))
+			r->log_rate = KML_FILTER_LOG_DEFAULT_RATE;
+		if (!(seen & 2048))
+			r->log_burst = KML_FILTER_LOG_DEFAULT_BURST;
+	}
 	if (!check)
 		return 0;
 	if (!r->action)
@@ -613,7 +708,7 @@ static void put_ports(char *buf, size_t len, size_t *at, const char *key,
  * kml_filter_format_rule() - a rule in the words kml_filter_parse_rule() reads
  * @r: a valid rule
  * @buf: output
- * @len: its size; 216 bytes always suffice
+ * @len: its size; %KML_FILTER_RULE_TEXT_MAX bytes always suffice
  *
  * Return: the length of the text, or -1 if it did not fit.
  */
@@ -649,5 +744,140 @@ int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 				sep = ",";
 			}
 	}
+	/*
+	 * Both values always, so that the text says what the rule does
+	 * whatever the defaults; a log-only rule's 'log' is its first word.
+	 * A --no-check rule's stray values print too, to parse back the same.
+	 */
+	if (r->action == KML_FILTER_LOG || r->log_rate || r->log_burst)
+		put(buf, len, &at, "%s rate %u/s burst %u",
+		    r->action == KML_FILTER_LOG ? "" : " log", r->log_rate, r->log_burst);
+	return at < len ? (int)at : -1;
+}
+
+/**
+ * kml_filter_log_event_get() - the logged packet a kml_ring record carries
+ * @rec: a record of the ring the log is attached to, @rec->size bytes
+ * @ev: set to its payload (copied: the caller may keep it)
+ *
+ * Return: 0; -ENOENT for a record of another type (a ring may carry
+ * others' records); -EINVAL for a log record too short for its event or
+ * of no family, which no kernel writes.
+ */
+int kml_filter_log_event_get(const struct kml_ring_rec *rec, struct kml_filter_log_event *ev)
+{
+	if (rec->type != KML_FILTER_REC_LOG)
+		return -ENOENT;
+	if (rec->size < sizeof(*rec) + sizeof(*ev))
+		return -EINVAL;
+	memcpy(ev, rec + 1, sizeof(*ev));
+	if (ev->family != KML_FILTER_FAMILY_IPV4 && ev->family != KML_FILTER_FAMILY_IPV6)
+		return -EINVAL;
+	return 0;
+}
+
+static const char *log_dir_word(__u8 dir)
+{
+	switch (dir) {
+	case KML_FILTER_DIR_IN:
+		return "in";
+	case KML_FILTER_DIR_OUT:
+		return "out";
+	case KML_FILTER_DIR_FWD:
+		return "fwd";
+	default:
+		return "?";
+	}
+}
+
+/* A packet's protocol: the rule word, else its number ("47"). */
+static const char *log_proto_word(__u8 proto, char *num, size_t len)
+{
+	size_t k;
+
+	for (k = 1; k < sizeof(kml_protos) / sizeof(kml_protos[0]); k++)
+		if (kml_protos[k].proto == proto)
+			return kml_protos[k].name;
+	snprintf(num, len, "%u", proto);
+	return num;
+}
+
+/*
+ * An address of the event, with its port when it has ports: IPv6 in
+ * brackets then, as in a URL, so that the port cannot be read as a group.
+ */
+static void log_addr(const struct kml_filter_log_event *ev, const __u8 *addr, __u16 port,
+		     bool with_port, char *out, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	bool v6 = ev->family == KML_FILTER_FAMILY_IPV6;
+
+	inet_ntop(v6 ? AF_INET6 : AF_INET, addr, a, sizeof(a));
+	if (!with_port)
+		snprintf(out, len, "%s", a);
+	else
+		snprintf(out, len, v6 ? "[%s]:%u" : "%s:%u", a, port);
+}
+
+/**
+ * kml_filter_format_log() - one logged packet as a line of `kml-filter log`
+ * @ev: the event (kml_filter_log_event_get())
+ * @time_ns: its record's timestamp (CLOCK_MONOTONIC), for JSON
+ * @json: a JSON object instead of the words
+ * @buf: output, without a newline
+ * @len: its size; 512 bytes always suffice
+ *
+ * The words: "rule N ACTION [VERDICT] DIR PROTO SRC -> DST len L
+ * [ct STATE] [(S suppressed)]", N numbered from 1 as `list -v` numbers
+ * rules, the verdict only when it is not the action (a log-only rule
+ * logs a packet that another rule or the policy then decides), ports
+ * only when the packet has them. JSON: rule, generation, time_ns, dir,
+ * verdict, action, family, proto, src, dst, sport and dport (with
+ * ports), len, ct (an array, as `--json list` gives a rule's, when the
+ * packet's state is known) and suppressed.
+ * Return: the length of the text, or -1 if it did not fit.
+ */
+int kml_filter_format_log(const struct kml_filter_log_event *ev, uint64_t time_ns, bool json,
+			  char *buf, size_t len)
+{
+	char src[INET6_ADDRSTRLEN + 8], dst[INET6_ADDRSTRLEN + 8], num[4];
+	const char *proto = log_proto_word(ev->proto, num, sizeof(num));
+	const char *ct = ev->ct_state ? kml_filter_ct_state_name(ev->ct_state) : NULL;
+	bool ports = ev->has_ports;
+	size_t at = 0;
+
+	log_addr(ev, ev->src, ev->sport, ports && !json, src, sizeof(src));
+	log_addr(ev, ev->dst, ev->dport, ports && !json, dst, sizeof(dst));
+	if (json) {
+		put(buf, len, &at,
+		    "{\"rule\":%" PRIu64 ",\"generation\":%" PRIu64 ",\"time_ns\":%" PRIu64
+		    ",\"dir\":\"%s\",\"verdict\":\"%s\",\"action\":\"%s\",\"family\":\"ipv%u\""
+		    ",\"proto\":\"%s\",\"src\":\"%s\",\"dst\":\"%s\"",
+		    (uint64_t)ev->rule + 1, (uint64_t)ev->generation, time_ns,
+		    log_dir_word(ev->dir), kml_filter_verdict_name(ev->verdict),
+		    kml_filter_verdict_name(ev->action), ev->family, proto, src, dst);
+		if (ports)
+			put(buf, len, &at, ",\"sport\":%u,\"dport\":%u", ev->sport, ev->dport);
+		put(buf, len, &at, ",\"len\":%u", ev->len);
+		/* one state, or a bit this client has no name for */
+		if (ct)
+			put(buf, len, &at, ",\"ct\":[\"%s\"]", ct);
+		else if (ev->ct_state)
+			put(buf, len, &at, ",\"ct\":[\"0x%02x\"]", ev->ct_state);
+		put(buf, len, &at, ",\"suppressed\":%" PRIu64 "}", (uint64_t)ev->suppressed);
+		return at < len ? (int)at : -1;
+	}
+	put(buf, len, &at, "rule %" PRIu64 " %s", (uint64_t)ev->rule + 1,
+	    kml_filter_verdict_name(ev->action));
+	if (ev->verdict != ev->action)
+		put(buf, len, &at, " %s", kml_filter_verdict_name(ev->verdict));
+	put(buf, len, &at, " %s %s%s %s -> %s len %u", log_dir_word(ev->dir),
+	    num == proto ? "proto " : "", proto, src, dst, ev->len);
+	if (ct)
+		put(buf, len, &at, " ct %s", ct);
+	else if (ev->ct_state)
+		put(buf, len, &at, " ct 0x%02x", ev->ct_state);
+	if (ev->suppressed)
+		put(buf, len, &at, " (%" PRIu64 " suppressed)", (uint64_t)ev->suppressed);
 	return at < len ? (int)at : -1;
 }

@@ -3,11 +3,16 @@
  * kml-filter's rule language, shared by the client, the selftests, host
  * tests and the fuzz target. One rule is a list of words in any order:
  *
- *	accept|drop  [in] [out] [fwd]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
+ *	accept|drop|log  [in] [out] [fwd]  [ipv4|ipv6]  [tcp|udp|icmp|icmpv6|any]
  *	[src ADDR[/LEN]]  [dst ADDR[/LEN]]  [sport P[-Q]]  [dport P[-Q]]
  *	[ct STATE[,STATE...]]   (new established related invalid untracked)
+ *	[log [rate N[/s]] [burst N]]
  *
- * The direction words add up; none means in and out (not fwd). A rule
+ * The direction words add up; none means in and out (not fwd). `log`
+ * with accept or drop makes that rule log what it matches; `log` alone
+ * is the action that only logs and goes on to the next rule. `rate`
+ * (records per second) and `burst` belong to `log`: without them it is
+ * rate 10/s, burst 5. A rule
  * file has one rule per line, '#' comments, blank lines, and at most one
  * "policy accept|drop" line (in and out) and one "policy fwd accept|drop"
  * line (forwarded packets).
@@ -15,8 +20,11 @@
 #ifndef KML_FILTER_PARSE_H
 #define KML_FILTER_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <linux/kml_filter.h>
+#include <linux/kml_ring.h>
 
 struct kml_filter_ruleset {
 	struct kml_filter_rule *rules;
@@ -36,7 +44,24 @@ struct kml_filter_ruleset {
 struct kml_filter_words {
 	int action, dir, family, proto, src, dst, sport, dport;
 	int ct;		/* the states after 'ct' */
+	/*
+	 * 'log': the log rate and burst are blamed on it, whatever word gave
+	 * their values, since the kernel blames the rate for a bad burst too
+	 */
+	int log;
 };
+
+/* What `log` alone means: a few records at once, a trickle after that. */
+#define KML_FILTER_LOG_DEFAULT_RATE	10
+#define KML_FILTER_LOG_DEFAULT_BURST	5
+
+/*
+ * The longest text kml_filter_format_rule() writes, its NUL included: a
+ * rule with every word at its longest (IPv6 prefixes of 45 characters,
+ * all three directions, port ranges, every state) and " log rate
+ * 1000000/s burst 65535".
+ */
+#define KML_FILTER_RULE_TEXT_MAX	248
 
 /* kml_filter_parse_rule_words() flags */
 #define KML_FILTER_PARSE_NO_CHECK	0x1	/* syntax only: leave the rest to the kernel */
@@ -57,6 +82,9 @@ int kml_filter_file_line_words(const char *buf, size_t len, unsigned int lineno,
 int kml_filter_format_rule(const struct kml_filter_rule *r, char *buf,
 			   size_t len);
 const char *kml_filter_verdict_name(__u32 v);
+int kml_filter_log_event_get(const struct kml_ring_rec *rec, struct kml_filter_log_event *ev);
+int kml_filter_format_log(const struct kml_filter_log_event *ev, uint64_t time_ns, bool json,
+			  char *buf, size_t len);
 const char *kml_filter_ct_state_name(__u8 bit);
 __u8 kml_filter_ct_state_bit(unsigned int i);
 

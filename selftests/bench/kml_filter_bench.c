@@ -9,7 +9,10 @@
  * empty chains on both hooks (what a filter that decides nothing costs).
  *
  * No rule matches the benchmark's traffic, so every lookup does its whole
- * job and falls to the policy (accept). Half the rules are exact source
+ * job and falls to the policy (accept); but for the log flood: one rule
+ * that accepts every datagram, without logging, logging under a limit of
+ * 10/s (a flood: nearly every record held back and counted) and logging
+ * every one (a limit of 1000000/s) to a ring attached over netlink. Half the rules are exact source
  * hosts, half single destination ports, the common shape of a block list.
  *
  * Only ratios measured side by side in one run are reported. The
@@ -43,6 +46,9 @@
 #include <unistd.h>
 
 #include <linux/kml_filter.h>
+#include <linux/kml_ring.h>
+
+#include "kml_nl.h"
 
 #define ROUNDS	25
 #define ITERS	8000
@@ -53,7 +59,8 @@
 
 /* the peers, then per build of kml_filter KML_N configurations */
 enum { C_NONE, C_NFT_EMPTY, C_NFT_1, C_NFT, NPEER };
-enum { K_0, K_1, K_100, K_10K, K_10K_LINEAR, KML_N };
+enum { K_0, K_1, K_100, K_10K, K_10K_LINEAR, K_MATCH, K_LOG_LIMITED, K_LOG_ALL,
+       KML_N };
 #define NCONF	(NPEER + MAXKO * KML_N)
 
 static const char *const peer_name[NPEER] = {
@@ -62,6 +69,7 @@ static const char *const peer_name[NPEER] = {
 };
 static const char *const kml_name[KML_N] = {
 	"0 rules", "1 rule", "100 rules", "10000 rules", "10000 unindexed rules",
+	"1 rule, matches", "1 rule, matches, log 10/s", "1 rule, matches, log all",
 };
 
 static void die(const char *what)
@@ -288,9 +296,60 @@ static double ratio(const double *med, int a, int b)
 	return med[a] / med[b];
 }
 
+/*
+ * The log's ring: kml_ring.ko beside @ko, a ring of 256 pages (room for
+ * all the records of one measure), attached to namespace @ns by a netlink
+ * socket that stays open (closing it detaches the ring). -1 if the build
+ * cannot log (an older one).
+ */
+static int log_attach(const char *ko, int ns, struct kml_nl_sock *s, int *ring)
+{
+	char path[4096], *slash;
+	__u8 buf[256];
+	struct kml_nl_msg m;
+	struct kml_nl_err e;
+	__u32 pages = 256;
+	uint16_t fam;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", ko);
+	slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return -1;
+	*slash = 0;
+	slash = strrchr(path, '/');
+	snprintf(slash ? slash + 1 : path, sizeof(path) - (slash ? slash + 1 - path : 0),
+		 "kml_ring/kml_ring.ko");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST)
+			die("insmod kml_ring");
+		close(fd);
+	}
+	*ring = open(KML_RING_DEVICE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (*ring < 0 || ioctl(*ring, KML_RING_IOC_SET_SIZE, &pages))
+		die(KML_RING_DEVICE);
+	if (setns(ns, CLONE_NEWNET))
+		die("setns");
+	if (kml_nl_open(s) || setns(orig_ns, CLONE_NEWNET))
+		die("netlink socket");
+	if (kml_nl_family_id(s, KML_FILTER_GENL_NAME, &fam))
+		goto fail;
+	kml_nl_msg_init(&m, buf, sizeof(buf), fam, 0, KML_FILTER_CMD_LOG_ATTACH,
+			KML_FILTER_GENL_VERSION);
+	kml_nl_put_u32(&m, KML_FILTER_A_LOG_RING, *ring);
+	if (!kml_nl_request(s, &m, NULL, NULL, &e))
+		return 0;
+fail:
+	kml_nl_close(s);
+	close(*ring);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	static const unsigned int nrules[KML_N] = { 0, 1, 100, NRULES, NRULES };
+	static const unsigned int nrules[KML_N] = { 0, 1, 100, NRULES, NRULES, 1, 1, 1 };
+	static int can_log[MAXKO];
 	struct kml_filter_rule *sets[KML_N];
 	static double t[NCONF][ROUNDS];
 	double med[NCONF];
@@ -325,6 +384,21 @@ int main(int argc, char **argv)
 		   !nft_block_list(nft, NRULES, "/tmp/kml_bench.nft");
 	for (c = 0; c < KML_N; c++)
 		sets[c] = block_list(nrules[c], c == K_10K_LINEAR);
+	/* the flood's rule: every datagram of the benchmark (to port 9000) */
+	for (c = K_MATCH; c <= K_LOG_ALL; c++) {
+		memset(sets[c], 0, sizeof(*sets[c]));
+		sets[c]->proto = KML_FILTER_PROTO_UDP;
+		sets[c]->dir = KML_FILTER_DIR_IN;
+		sets[c]->action = KML_FILTER_ACCEPT;
+		sets[c]->sport_hi = 65535;
+		sets[c]->dport_lo = sets[c]->dport_hi = 9000;
+	}
+	sets[K_LOG_LIMITED]->log_rate = 10;
+	sets[K_LOG_LIMITED]->log_burst = 5;
+	sets[K_LOG_ALL]->log_rate = KML_FILTER_LOG_MAX_RATE;
+	sets[K_LOG_ALL]->log_burst = 65535;
+	for (m = 0; m < nko; m++)
+		can_log[m] = 1;
 
 	unload();
 	for (r = 0; r < ROUNDS; r++) {
@@ -336,7 +410,8 @@ int main(int argc, char **argv)
 		}
 		/* each build first in turn: no build always follows the peers */
 		for (int i = 0; i < nko; i++) {
-			int fd;
+			struct kml_nl_sock s;
+			int fd, ring = -1, logs;
 
 			m = (r + i) % nko;
 			if (load(ko[m]))
@@ -346,19 +421,31 @@ int main(int argc, char **argv)
 			fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
 			if (fd < 0 || setns(orig_ns, CLONE_NEWNET))
 				die(KML_FILTER_DEVICE);
+			logs = can_log[m] && !log_attach(ko[m], plain, &s, &ring);
+			can_log[m] = logs;
 			for (c = 0; c < KML_N; c++) {
 				struct kml_filter_replace rep = {
 					.count = nrules[c],
 					.rules = (__u64)(uintptr_t)sets[c],
 				};
+				__u32 pages = 256;
 
+				if (c >= K_LOG_LIMITED && !logs)
+					continue;
 				if (ioctl(fd, KML_FILTER_IOC_REPLACE, &rep))
 					die("REPLACE");
+				/* an empty ring: every record of this measure fits */
+				if (c == K_LOG_ALL && ioctl(ring, KML_RING_IOC_SET_SIZE, &pages))
+					die("SET_SIZE");
 				/* the unindexed set is ~100x slower: fewer packets */
 				t[NPEER + m * KML_N + c][r] =
 					measure(pp, c == K_10K_LINEAR ? ITERS / 50 : ITERS);
 			}
 			close(fd);
+			if (logs) {
+				kml_nl_close(&s);
+				close(ring);
+			}
 			unload();
 		}
 	}
@@ -386,6 +473,8 @@ int main(int argc, char **argv)
 		char name[64];
 
 		for (c = 0; c < KML_N; c++) {
+			if (c >= K_LOG_LIMITED && !can_log[m])
+				continue;
 			snprintf(name, sizeof(name), "kml_filter%s%s, %s", *label[m] ? " " : "",
 				 label[m], kml_name[c]);
 			printf("  %-40s %6.3f\n", name, ratio(med, k + c, C_NONE));
@@ -399,6 +488,12 @@ int main(int argc, char **argv)
 		       ratio(med, k + K_10K, k + K_1));
 		printf("  10000 unindexed rules / 1 rule           %6.3f\n",
 		       ratio(med, k + K_10K_LINEAR, k + K_1));
+		if (can_log[m]) {
+			printf("  log flood, limited 10/s / no log         %6.3f\n",
+			       ratio(med, k + K_LOG_LIMITED, k + K_MATCH));
+			printf("  log flood, every packet / no log         %6.3f\n",
+			       ratio(med, k + K_LOG_ALL, k + K_MATCH));
+		}
 		if (!have_nft)
 			continue;
 		printf("  0 rules / nftables empty chains          %6.3f   (goal <= 1)\n",

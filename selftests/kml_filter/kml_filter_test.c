@@ -5821,6 +5821,9 @@ TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
+		/* the device and the socket would pin kml_filter */
+		close(self->fd);
+		kml_nl_close(&self->s);
 		for (;;)
 			udp_send(tx, 100, 10);
 	}
