@@ -131,7 +131,8 @@ ptext=probe_text	# kml_probe_test's fixture of text-patching tests
 # PRE_ROUTING and POST_ROUTING flip keys no other hook has flipped)
 frace=(filter.rmmod_under_traffic filter.ct_workstation_policy
        filter.ct_only_while_a_rule_needs_it nl.rmmod_while_requests_arrive
-       nl.replace_room_and_rmmod nl.ct_rules_and_teardown)
+       nl.replace_room_and_rmmod nl.ct_rules_and_teardown
+       nl.log_ring_held_and_let_go)
 fexcl=$(printf -- '-T %s ' "${frace[@]#*.}")
 fonly=$(printf -- '-r %s ' "${frace[@]}")
 traced=(kml_stats_test kml_sensor_test kml_ring_test kml_filter_test kml_probe_test)

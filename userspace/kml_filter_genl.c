@@ -35,6 +35,12 @@ static void put_u16(struct kml_nl_msg *m, struct kml_filter_genl_offs *offs, int
 	note(offs, type, kml_nl_put_u16(m, (uint16_t)type, v));
 }
 
+static void put_u32(struct kml_nl_msg *m, struct kml_filter_genl_offs *offs, int type,
+		    __u32 v)
+{
+	note(offs, type, kml_nl_put_u32(m, (uint16_t)type, v));
+}
+
 static void put_prefix(struct kml_nl_msg *m, struct kml_filter_genl_offs *offs, int atype,
 		       int ltype, __u8 family, const __u8 *addr, __u8 plen)
 {
@@ -93,6 +99,14 @@ int kml_filter_genl_put_rule(struct kml_nl_msg *m, uint16_t type,
 		put_u16(m, offs, KML_FILTER_RA_DPORT_HI, r->dport_hi);
 	if (r->ct_state)
 		put_u8(m, offs, KML_FILTER_RA_CT_STATE, r->ct_state);
+	/*
+	 * The two together, as the kernel dumps them; a burst without a rate
+	 * (a --no-check rule) goes too, for the kernel to refuse.
+	 */
+	if (r->log_rate || r->log_burst) {
+		put_u32(m, offs, KML_FILTER_RA_LOG_RATE, r->log_rate);
+		put_u16(m, offs, KML_FILTER_RA_LOG_BURST, r->log_burst);
+	}
 	nest = kml_nl_nest_end(m, nest);
 	if (offs && nest >= 0)
 		offs->end = (int)m->len;
@@ -108,6 +122,11 @@ static int get_u8(const struct kml_nl_attr *a, __u8 *v)
 static int get_u16(const struct kml_nl_attr *a, __u16 *v)
 {
 	return a->data ? kml_nl_get_u16(a, v) : 0;
+}
+
+static int get_u32(const struct kml_nl_attr *a, __u32 *v)
+{
+	return a->data ? kml_nl_get_u32(a, v) : 0;
 }
 
 /*
@@ -166,7 +185,9 @@ int kml_filter_genl_get_rule(const struct kml_nl_attr *nest, struct kml_filter_r
 	    get_u16(&tb[KML_FILTER_RA_SPORT_HI], &r->sport_hi) ||
 	    get_u16(&tb[KML_FILTER_RA_DPORT_LO], &r->dport_lo) ||
 	    get_u16(&tb[KML_FILTER_RA_DPORT_HI], &r->dport_hi) ||
-	    get_u8(&tb[KML_FILTER_RA_CT_STATE], &r->ct_state))
+	    get_u8(&tb[KML_FILTER_RA_CT_STATE], &r->ct_state) ||
+	    get_u32(&tb[KML_FILTER_RA_LOG_RATE], &r->log_rate) ||
+	    get_u16(&tb[KML_FILTER_RA_LOG_BURST], &r->log_burst))
 		return -EINVAL;
 	if (get_prefix(&tb[KML_FILTER_RA_SRC], &tb[KML_FILTER_RA_SRC_LEN], r->family,
 		       r->src, &r->src_len) ||
@@ -208,8 +229,9 @@ int kml_filter_genl_parse_entry(const struct nlmsghdr *msg, size_t len,
  * @len: its length
  * @info: filled in
  *
- * What the client prints must be there; the rest (the limits, the
- * memory) is 0 when absent.
+ * What the client prints must be there (the log's state and counters
+ * too, which ABI 4 always sends); the rest (the limits, the memory) is 0
+ * when absent.
  * Return: 0, or -EPROTO.
  */
 int kml_filter_genl_parse_info(const struct nlmsghdr *msg, size_t len,
@@ -228,7 +250,11 @@ int kml_filter_genl_parse_info(const struct nlmsghdr *msg, size_t len,
 	    kml_nl_get_u32(&tb[KML_FILTER_A_NRULES], &info->nrules) ||
 	    kml_nl_get_u8(&tb[KML_FILTER_A_POLICY], &info->policy) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_PACKETS], &info->policy_packets) ||
-	    kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_BYTES], &info->policy_bytes))
+	    kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_BYTES], &info->policy_bytes) ||
+	    kml_nl_get_u32(&tb[KML_FILTER_A_LOG_RING], &info->log_ring) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_RECORDS], &info->log_records) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_SUPPRESSED], &info->log_suppressed) ||
+	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_LOST], &info->log_lost))
 		return -EPROTO;
 	if ((tb[KML_FILTER_A_MAX_RULES].data &&
 	     kml_nl_get_u32(&tb[KML_FILTER_A_MAX_RULES], &info->max_rules)) ||
@@ -243,6 +269,38 @@ int kml_filter_genl_parse_info(const struct nlmsghdr *msg, size_t len,
 			    &info->policy_fwd_packets)))
 		return -EPROTO;
 	return 0;
+}
+
+/**
+ * kml_filter_genl_log_attach() - a LOG_ATTACH request
+ * @m: set up in @buf
+ * @buf: 4-aligned room for it
+ * @cap: its size
+ * @family: the family's id
+ * @ring_fd: the sender's descriptor of a sized /dev/kml_ring: the kernel
+ *	looks it up in the sending process, so it must stay open until the
+ *	answer is read
+ *
+ * Return: the message's length, -EBADF for a negative @ring_fd, or
+ * -EMSGSIZE.
+ */
+int kml_filter_genl_log_attach(struct kml_nl_msg *m, void *buf, size_t cap, uint16_t family,
+			       int ring_fd)
+{
+	if (ring_fd < 0)
+		return -EBADF;
+	kml_nl_msg_init(m, buf, cap, family, 0, KML_FILTER_CMD_LOG_ATTACH,
+			KML_FILTER_GENL_VERSION);
+	kml_nl_put_u32(m, KML_FILTER_A_LOG_RING, (uint32_t)ring_fd);
+	return kml_nl_msg_len(m);
+}
+
+/** kml_filter_genl_log_detach() - a LOG_DETACH request, which has no attribute. */
+int kml_filter_genl_log_detach(struct kml_nl_msg *m, void *buf, size_t cap, uint16_t family)
+{
+	kml_nl_msg_init(m, buf, cap, family, 0, KML_FILTER_CMD_LOG_DETACH,
+			KML_FILTER_GENL_VERSION);
+	return kml_nl_msg_len(m);
 }
 
 /** kml_filter_genl_dump_reset() - empty @d for a new read, keeping its memory. */
@@ -479,6 +537,9 @@ static int word_of(const struct kml_filter_words *w, int type)
 		return w->dport;
 	case KML_FILTER_RA_CT_STATE:
 		return w->ct;
+	case KML_FILTER_RA_LOG_RATE:
+	case KML_FILTER_RA_LOG_BURST:
+		return w->log;
 	default:
 		return -1;
 	}

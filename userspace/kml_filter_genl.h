@@ -67,6 +67,10 @@ struct kml_filter_genl_info {
 	uint64_t mem_limit;
 	uint8_t policy_fwd;		/* 0 if the module did not say */
 	uint64_t policy_fwd_packets;
+	uint32_t log_ring;		/* 1: a ring is attached (LOG_ATTACH) */
+	uint64_t log_records;		/* written to it */
+	uint64_t log_suppressed;	/* held back by the rules' limits */
+	uint64_t log_lost;		/* within them, but no ring took them */
 };
 
 /*
@@ -78,7 +82,7 @@ struct kml_filter_genl_info {
  * a chunk takes another rule only while that much room is left.
  */
 #define KML_FILTER_GENL_CHUNK		32768
-#define KML_FILTER_GENL_RULE_MAX	136
+#define KML_FILTER_GENL_RULE_MAX	152
 
 /* How many times a dump that keeps being torn by updates is read. */
 #define KML_FILTER_GENL_DUMP_TRIES	5
@@ -106,5 +110,8 @@ int kml_filter_genl_put_commit(struct kml_nl_msg *m, uint32_t txn);
 int kml_filter_genl_chunk_rule(const void *req, size_t len, uint32_t at, unsigned int *k,
 			       struct kml_filter_genl_offs *offs);
 int kml_filter_genl_point(int argc, char *const argv[], int word, char *buf, size_t len);
+int kml_filter_genl_log_attach(struct kml_nl_msg *m, void *buf, size_t cap, uint16_t family,
+			       int ring_fd);
+int kml_filter_genl_log_detach(struct kml_nl_msg *m, void *buf, size_t cap, uint16_t family);
 
 #endif

@@ -39,6 +39,11 @@
  * same changes are offered as a generic netlink family, the way network
  * configuration reaches the kernel today (kml_filter_nl.c); both come
  * down to the functions of kml_filter.h.
+ *
+ * A rule may also log the packets it matches, under a rate limit of its
+ * own, to a kml_ring an administrator attached over netlink: that is
+ * kml_filter_log.c, and the hook only calls it for a set with such a
+ * rule, so the path above stays what it teaches.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

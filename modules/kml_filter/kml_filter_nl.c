@@ -97,7 +97,8 @@ static const struct nla_policy kml_filter_txn_policy[KML_FILTER_A_MAX + 1] = {
 };
 
 static const struct nla_policy kml_filter_log_policy[KML_FILTER_A_MAX + 1] = {
-	[KML_FILTER_A_LOG_RING]	= NLA_POLICY_MAX(NLA_U32, S16_MAX),
+	/* a descriptor: past INT_MAX it is negative, and fget() says EBADF */
+	[KML_FILTER_A_LOG_RING]	= { .type = NLA_U32 },
 };
 
 static struct kml_filter_net *kml_filter_nl_net(struct genl_info *info)

@@ -5754,6 +5754,8 @@ TEST_F(nl, log_attach_errors_and_its_owner)
 	EXPECT_EQ(-EINVAL, nl_log_attach(&self->s, self->fam, null, &err));
 	EXPECT_NE(NULL, strstr(err.msg, "not a kml_ring")) TH_LOG("%s", err.msg);
 	EXPECT_EQ(-EBADF, nl_log_attach(&self->s, self->fam, 1000, &err));
+	/* a number past INT_MAX is no descriptor either */
+	EXPECT_EQ(-EBADF, nl_log_attach(&self->s, self->fam, -1, &err));
 	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
 	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ(-ENOENT, nl_log_detach(&self->s, self->fam, &err));
@@ -5841,6 +5843,11 @@ TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
 	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
 	ASSERT_EQ(0, kml_nl_open(&self->s));
 	ASSERT_EQ(0, kml_nl_family_id(&self->s, KML_FILTER_GENL_NAME, &self->fam));
+	/* without kml_ring there is nothing to attach */
+	ring = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ring);
+	EXPECT_EQ(-ENODEV, nl_log_attach(&self->s, self->fam, ring, &err));
+	close(ring);
 
 	/* a namespace that dies with a ring attached lets it go too */
 	pid = fork();
