@@ -163,21 +163,22 @@ NL_HDR := userspace/kml_nl.h
 FILTER_NL := userspace/kml_filter_genl.c $(NL_LIB)
 FILTER_NL_HDR := userspace/kml_filter_genl.h $(NL_HDR)
 
+# `log` follows a kml_ring: the ring library too
 $(BUILD)/bin/kml-filter: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(FILTER_NL) \
-		$(FILTER_NL_HDR) $(CLI)
+		$(FILTER_NL_HDR) $(RING_LIB) userspace/kml_ring_lib.h $(CLI)
 	@mkdir -p $(@D)
-	$(CLIENT_CC) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(CLI)
+	$(CLIENT_CC) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(RING_LIB) $(CLI)
 
 userspace: $(addprefix $(BUILD)/bin/,$(CLIENTS))
 
 # kml-filter as a 32-bit process, for the compat ioctl selftest (which
 # reports SKIP without it): static, so the guest needs no 32-bit libc.
 $(BUILD)/bin/kml-filter-m32: userspace/kml-filter.c $(FILTER_LIB) $(FILTER_HDR) $(FILTER_NL) \
-		$(FILTER_NL_HDR) $(CLI)
+		$(FILTER_NL_HDR) $(RING_LIB) userspace/kml_ring_lib.h $(CLI)
 	@mkdir -p $(@D)
 	@if echo 'int main(void) { return 0; }' | \
 	    $(CC) -m32 -static -x c -o /dev/null - 2>/dev/null; then \
-		$(CC) -m32 -static $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(CLI); \
+		$(CC) -m32 -static $(USER_CFLAGS) -o $@ $< $(FILTER_LIB) $(FILTER_NL) $(RING_LIB) $(CLI); \
 	else echo 'kml_filter: no -m32 -static toolchain, 32-bit client not built'; fi
 
 $(KSRC)/tools/testing/selftests/kselftest_harness.h:

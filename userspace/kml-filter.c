@@ -8,13 +8,16 @@
  * kml_filter_parse.h describes; `list` prints them the same way, so its
  * output can be loaded back. When the kernel refuses a rule, its extended
  * ack names the attribute at fault, which the client maps back to the
- * word of the command line that set it.
+ * word of the command line that set it. `log` follows the packet log:
+ * it hands the module a kml_ring to write log records into
+ * (LOG_ATTACH) and prints them as they come.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,7 @@
 #include "kml_filter_genl.h"
 #include "kml_filter_parse.h"
 #include "kml_nl.h"
+#include "kml_ring_lib.h"
 
 static int json;
 /* --no-check: send rules as written, for the kernel to judge (tests) */
@@ -48,12 +52,19 @@ static void usage(FILE *f)
 		"                           routed ones; without: this host's own)\n"
 		"  load FILE|-              replace all rules (and the policy, if the file sets\n"
 		"                           one) with a rule file, all at once\n"
+		"  log [--count N] [--pages N]\n"
+		"                           print the packets logging rules log, as they come,\n"
+		"                           until ^C (or N of them)\n"
 		"\n"
-		"RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+		"RULE: accept|drop|log [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 		"      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
 		"      [ct new|established|related|invalid|untracked[,...]]\n"
+		"      [log [rate N[/s]] [burst N]]\n"
 		"      e.g.  drop in tcp dport 22    accept src 10.0.0.0/8    drop fwd udp\n"
+		"            drop in tcp dport 23 log    log in tcp dport 22 rate 5/s\n"
 		"No direction word means in and out, not fwd (routed packets).\n"
+		"'log' with accept or drop logs what the rule matches; alone, it only logs\n"
+		"and the next rules decide. Without rate and burst: rate 10/s, burst 5.\n"
 		"The first matching rule decides. A rule file has one rule per line,\n"
 		"'#' comments and optionally one 'policy accept|drop' line.\n"
 		"Rules apply to the network namespace this command runs in.\n"
@@ -73,9 +84,10 @@ static const struct kml_cmd cmds[] = {
 	  "  -v                 numbered, with packet and byte counters\n", NULL },
 	{ "add", "[--at N] RULE",
 	  "Add a rule at the end, or at position N (1 is first).\n"
-	  "RULE: accept|drop [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
+	  "RULE: accept|drop|log [in] [out] [fwd] [ipv4|ipv6] [tcp|udp|icmp|icmpv6|any]\n"
 	  "      [src ADDR[/LEN]] [dst ADDR[/LEN]] [sport P[-Q]] [dport P[-Q]]\n"
 	  "      [ct new|established|related|invalid|untracked[,...]]\n"
+	  "      [log [rate N[/s]] [burst N]]   (default rate 10/s, burst 5)\n"
 	  "  --at N             at position N\n", NULL },
 	{ "del", "N | RULE",
 	  "Delete rule number N, or the first rule equal to RULE.\n", NULL },
@@ -86,6 +98,13 @@ static const struct kml_cmd cmds[] = {
 	{ "load", "FILE|-",
 	  "Replace every rule, and the policy if the file sets one, with the rule\n"
 	  "file FILE (or standard input), all at once.\n", NULL },
+	{ "log", "[--count N] [--pages N]",
+	  "Print each packet that a logging rule logs, one line each, as they come,\n"
+	  "until interrupted; --json: one JSON object a line. One reader per network\n"
+	  "namespace at a time.\n"
+	  "  -n, --count N      stop after N packets\n"
+	  "  -p, --pages N      the ring's size in pages: a power of two, 1..1024 (64)\n",
+	  NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -119,7 +138,7 @@ static const char *rule_attr_name(uint32_t type)
 		[KML_FILTER_RA_FAMILY] = "its family",
 		[KML_FILTER_RA_PROTO] = "its protocol",
 		[KML_FILTER_RA_DIR] = "its direction (in, out)",
-		[KML_FILTER_RA_ACTION] = "its action (accept or drop)",
+		[KML_FILTER_RA_ACTION] = "its action (accept, drop or log)",
 		[KML_FILTER_RA_SRC] = "its source address",
 		[KML_FILTER_RA_SRC_LEN] = "its source prefix length",
 		[KML_FILTER_RA_DST] = "its destination address",
@@ -129,6 +148,8 @@ static const char *rule_attr_name(uint32_t type)
 		[KML_FILTER_RA_DPORT_LO] = "its lowest destination port",
 		[KML_FILTER_RA_DPORT_HI] = "its highest destination port",
 		[KML_FILTER_RA_CT_STATE] = "its connection states",
+		[KML_FILTER_RA_LOG_RATE] = "its log rate",
+		[KML_FILTER_RA_LOG_BURST] = "its log burst",
 	};
 
 	return type <= KML_FILTER_RA_MAX && names[type] ? names[type] : "an attribute";
@@ -339,6 +360,16 @@ static void print_ct_json(__u8 ct)
 	putchar(']');
 }
 
+/* "log": the rule's rate and burst, null for a rule that does not log. */
+static void print_log_json(const struct kml_filter_rule *r)
+{
+	if (!r->log_rate) {
+		printf(",\"log\":null");
+		return;
+	}
+	printf(",\"log\":{\"rate\":%u,\"burst\":%u}", r->log_rate, r->log_burst);
+}
+
 /*
  * The policy and the rules of one generation: GET_INFO, the GETRULE dump,
  * GET_INFO again, all read again while an update comes between them (the
@@ -380,7 +411,7 @@ static void cmd_list(int verbose)
 	} l;
 	const struct kml_filter_genl_entry *e;
 	unsigned int i;
-	char text[256];
+	char text[KML_FILTER_RULE_TEXT_MAX];
 
 	read_rules(&info, &d);
 	e = d.e;
@@ -388,9 +419,12 @@ static void cmd_list(int verbose)
 	l.count = d.count;
 	if (json) {
 		printf("{\"generation\":%" PRIu64 ",\"policy\":\"%s\",\"policy_packets\":%" PRIu64
-		       ",\"policy_bytes\":%" PRIu64 ",\"rules\":[",
+		       ",\"policy_bytes\":%" PRIu64 ",\"log\":{\"attached\":%s,\"records\":%" PRIu64
+		       ",\"suppressed\":%" PRIu64 ",\"lost\":%" PRIu64 "},\"rules\":[",
 		       (uint64_t)l.generation, kml_filter_verdict_name(info.policy),
-		       (uint64_t)info.policy_packets, (uint64_t)info.policy_bytes);
+		       (uint64_t)info.policy_packets, (uint64_t)info.policy_bytes,
+		       info.log_ring ? "true" : "false", info.log_records, info.log_suppressed,
+		       info.log_lost);
 		for (i = 0; i < l.count; i++) {
 			const struct kml_filter_rule *r = &e[i].rule;
 
@@ -406,6 +440,7 @@ static void cmd_list(int verbose)
 			       r->dport_lo, r->dport_hi);
 			/* with the rule's other fields, before its counters */
 			print_ct_json(r->ct_state);
+			print_log_json(r);
 			printf(",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
 			       (uint64_t)e[i].packets, (uint64_t)e[i].bytes);
 		}
@@ -417,6 +452,9 @@ static void cmd_list(int verbose)
 		if (info.policy_fwd == KML_FILTER_DROP)
 			printf("policy fwd drop (%" PRIu64 " packets)\n",
 			       (uint64_t)info.policy_fwd_packets);
+		printf("log: %s, %" PRIu64 " records, %" PRIu64 " suppressed, %" PRIu64 " lost\n",
+		       info.log_ring ? "attached" : "not attached", info.log_records,
+		       info.log_suppressed, info.log_lost);
 		printf("%5s %10s %12s  %s\n", "num", "pkts", "bytes", "rule");
 		for (i = 0; i < l.count; i++) {
 			kml_filter_format_rule(&e[i].rule, text, sizeof(text));
@@ -577,6 +615,149 @@ static void cmd_load(const char *path)
 	free(rf.buf);
 }
 
+/* ---- log: follow the packet log ---- */
+
+#define LOG_DEFAULT_PAGES	64
+
+static volatile sig_atomic_t log_stop;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	log_stop = 1;
+}
+
+/*
+ * No SA_RESTART: a signal must end the poll() of the ring at once. The
+ * netlink requests retry EINTR themselves, so the detach still goes out.
+ */
+static void catch_stop_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	for (unsigned int i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+struct log_reader {
+	uint64_t count;		/* --count, 0 for no limit */
+	uint64_t printed;
+	uint64_t malformed;	/* log records no kernel writes: skipped */
+};
+
+static int log_record(const struct kml_ring_rec *rec, void *arg)
+{
+	struct log_reader *lr = arg;
+	struct kml_filter_log_event ev;
+	char line[512];
+	int ret = kml_filter_log_event_get(rec, &ev);
+
+	/* a record of another type is someone else's */
+	if (ret == -ENOENT)
+		return 0;
+	if (ret || kml_filter_format_log(&ev, rec->timestamp_ns, json, line, sizeof(line)) < 0) {
+		lr->malformed++;
+		return 0;
+	}
+	/* a line at a time: whoever reads the pipe sees each packet at once */
+	if (printf("%s\n", line) < 0 || fflush(stdout))
+		kml_die("log: cannot write the output: %s", strerror(errno));
+	lr->printed++;
+	return lr->count && lr->printed == lr->count;
+}
+
+static void cmd_log(uint64_t count, uint32_t pages)
+{
+	struct log_reader lr = { .count = count };
+	struct kml_ring_user ring;
+	struct kml_nl_msg m;
+	struct kml_nl_err e;
+	uint64_t lost;
+	long n;
+	int err;
+
+	open_family();
+	err = kml_ring_user_open(&ring, pages);
+	if (err == -ENOENT || err == -ENODEV || err == -ENXIO)
+		kml_die_not_loaded("kml_ring", KML_RING_DEVICE);
+	if (err == -ENOSPC)
+		kml_die("log: no room for a ring of %u pages (kml_ring's page budget): try a smaller --pages",
+			pages);
+	if (err)
+		kml_die("log: cannot set up a ring on %s: %s", KML_RING_DEVICE, strerror(-err));
+	/*
+	 * The ring is attached by its descriptor, looked up in this process
+	 * while the request runs; it stays attached until LOG_DETACH or
+	 * until this socket is closed, so a reader that dies leaves none.
+	 */
+	kml_filter_genl_log_attach(&m, reqbuf, sizeof(reqbuf), family_id, ring.fd);
+	err = kml_nl_request(&nl, &m, NULL, NULL, &e);
+	if (err == -EBUSY)
+		kml_die("a log reader is attached already");
+	if (err == -ENODEV)
+		kml_die_not_loaded("kml_ring", "the ring kml_filter logs into");
+	if (err)
+		nl_failed("log", err, &e, NULL);
+	catch_stop_signals();
+	while (!log_stop && !(count && lr.printed >= count)) {
+		/* a signal ends the wait; the timeout covers one that came before it */
+		err = kml_ring_user_wait(&ring, 250);
+		if (err < 0 && err != -EINTR)
+			kml_die("log: waiting for the ring: %s", strerror(-err));
+		n = kml_ring_user_consume(&ring, log_record, &lr);
+		if (n < 0)
+			kml_die("log: the ring holds a malformed record");
+	}
+	kml_filter_genl_log_detach(&m, reqbuf, sizeof(reqbuf), family_id);
+	err = kml_nl_request(&nl, &m, NULL, NULL, &e);
+	/* ENOENT: another administrator detached it first, nothing is left to do */
+	if (err && err != -ENOENT)
+		nl_failed("log", err, &e, NULL);
+	lost = __atomic_load_n(&ring.ctrl->lost, __ATOMIC_RELAXED);
+	kml_ring_user_close(&ring);
+	if (lost)
+		fprintf(stderr, "%s: log: %" PRIu64 " records did not fit in the ring (try a larger --pages)\n",
+			kml_prog, lost);
+	if (lr.malformed)
+		fprintf(stderr, "%s: log: %" PRIu64 " malformed log records skipped (module and client from different versions?)\n",
+			kml_prog, lr.malformed);
+}
+
+/* log's options: all checked before anything is opened. */
+static void log_args(int argc, char **argv, uint64_t *count, uint32_t *pages)
+{
+	static const struct option opts[] = {
+		{ "count", required_argument, NULL, 'n' },
+		{ "pages", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*count = 0;
+	*pages = LOG_DEFAULT_PAGES;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":n:p:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			*count = kml_arg_number(optarg, UINT64_MAX, "--count");
+			if (!*count)
+				kml_usage_error("%s", "bad --count '0': 1 or more");
+			break;
+		case 'p':
+			*pages = (uint32_t)kml_arg_number(optarg, KML_RING_MAX_PAGES, "--pages");
+			if (!*pages || (*pages & (*pages - 1)))
+				kml_usage_error("bad --pages '%s': a power of two, 1..%d", optarg,
+						KML_RING_MAX_PAGES);
+			break;
+		default:
+			kml_bad_option(c, argv);
+		}
+	}
+	kml_operands(argc - optind, argv + optind, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -679,6 +860,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "load")) {
 		kml_operands(argc, argv, 1, 1);
 		cmd_load(argv[0]);
+	} else if (!strcmp(cmd, "log")) {
+		uint64_t count;
+		uint32_t pages;
+
+		/* argv[-1] is the command's word: getopt's argv[0] */
+		log_args(argc + 1, argv - 1, &count, &pages);
+		cmd_log(count, pages);
 	} else {
 		kml_usage_error("unknown command '%s'", cmd);
 	}

@@ -101,7 +101,7 @@ struct kml_filter_sink;
 struct kml_filter_log {
 	struct kml_filter_sink __rcu *sink;
 	struct sock *owner;
-	spinlock_t lock;
+	spinlock_t lock;	/* for @owner, as the notifier reads it */
 	atomic64_t records;
 	atomic64_t suppressed;
 	atomic64_t lost;

@@ -295,26 +295,31 @@ _kml_filter_ct_states()
 
 # The words of a rule (userspace/kml_filter_parse.h) not given yet: one of
 # each group, each direction (they add up) and each of src dst sport dport
-# ct once, none after a word that takes a value but the states after ct.
+# ct log once, rate and burst once each after log (they are its), none
+# after a word that takes a value but the states after ct.
 _kml_filter_rule()
 {
 	local words='' group g
 
 	case $prev in
-	src | dst | sport | dport) return ;;
+	src | dst | sport | dport | rate | burst) return ;;
 	ct) _kml_filter_ct_states; return ;;
 	esac
 	for group in 'accept drop' in out fwd 'ipv4 ipv6' 'tcp udp icmp icmpv6 any' \
-		src dst sport dport ct; do
+		src dst sport dport ct log; do
 		read -ra g <<< "$group"
 		_kml_used "$1" "${g[@]}" || words+=" $group"
 	done
+	if _kml_used "$1" log; then
+		_kml_used "$1" rate || words+=' rate'
+		_kml_used "$1" burst || words+=' burst'
+	fi
 	_kml_reply "$words"
 }
 
 _kml_filter_complete()
 {
-	local cmds='list add del flush policy load help'
+	local cmds='list add del flush policy load log help'
 	local n
 
 	_kml_parse ''
@@ -347,6 +352,18 @@ _kml_filter_complete()
 		fi
 		;;
 	flush) [[ $cur == -* ]] && _kml_reply "$_kml_common_opts" ;;
+	log)
+		case $prev in
+		-n | --count | -p | --pages) ;;
+		*)
+			# each option once
+			local opts=''
+			_kml_used "$cmd_i" --count -n || opts+=' --count'
+			_kml_used "$cmd_i" --pages -p || opts+=' --pages'
+			_kml_reply "$opts $_kml_common_opts"
+			;;
+		esac
+		;;
 	help) ((n == 1)) && _kml_reply "${cmds% help}" ;;
 	esac
 }

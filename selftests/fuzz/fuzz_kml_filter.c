@@ -6,7 +6,9 @@
  * formats and re-parses to the same bytes, and the index finds the same
  * first match as a linear walk for packets built from the input, some of
  * them malformed (which only rules without protocol, address or port may
- * match).
+ * match). A log-only rule (`log` alone) decides nothing: the first match
+ * is that of the others, and kml_filter_tap() must give the log-only
+ * rules that match before it, in order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,7 +43,7 @@ static void check_lookup(const struct kml_filter_ruleset *rs,
 	void *mem = malloc(kml_filter_index_mem(rs->count));
 	struct kml_filter_index ix;
 	size_t off;
-	__u32 i, want;
+	__u32 i, want, best, t;
 
 	if (!mem)
 		abort();
@@ -70,11 +72,24 @@ static void check_lookup(const struct kml_filter_ruleset *rs,
 		}
 		want = KML_FILTER_NOMATCH;
 		for (i = 0; i < rs->count; i++)
-			if (kml_filter_match(&rs->rules[i], &p)) {
+			if (rs->rules[i].action != KML_FILTER_LOG &&
+			    kml_filter_match(&rs->rules[i], &p)) {
 				want = i;
 				break;
 			}
 		if (kml_filter_lookup(&ix, &p) != want)
+			abort();
+		best = want < rs->count ? want : rs->count;
+		t = ix.taps ? kml_filter_tap(&ix, ix.taps, &p, best) : best;
+		for (i = 0; i < best; i++) {
+			if (rs->rules[i].action != KML_FILTER_LOG ||
+			    !kml_filter_match(&rs->rules[i], &p))
+				continue;
+			if (t != i)
+				abort();
+			t = kml_filter_tap(&ix, ix.next[t], &p, best);
+		}
+		if (t != best)
 			abort();
 		if (p.malformed && want != KML_FILTER_NOMATCH &&
 		    (rs->rules[want].proto || rs->rules[want].src_len ||

@@ -5,7 +5,9 @@
  * GETRULE and GET_INFO messages, must be refused or taken without reading
  * out of bounds (ASan); a dump must never hold more entries than
  * messages; and a rule the decoder accepted must come back the same when
- * encoded and decoded again, which is what `del RULE` relies on.
+ * encoded and decoded again, which is what `del RULE` relies on. The
+ * same bytes, as a kml_ring record, go to `kml-filter log`'s reader and
+ * its line and JSON formats, which must fit the client's buffer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,32 @@ static void rule_round_trip(const struct kml_filter_rule *r)
 	if (len < 0 || kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX) ||
 	    kml_filter_genl_get_rule(&tb[KML_FILTER_A_RULE], &back) ||
 	    memcmp(r, &back, sizeof(back)))
+		abort();
+}
+
+/* The bytes as a ring record of the log, its size what the header says (at most the input). */
+static void log_record(const uint8_t *data, size_t size)
+{
+	_Alignas(8) uint8_t rec[sizeof(struct kml_ring_rec) + sizeof(struct kml_filter_log_event)];
+	struct kml_filter_log_event ev;
+	struct kml_ring_rec h;
+	char line[512];
+
+	if (size > sizeof(rec))
+		size = sizeof(rec);
+	if (size < sizeof(h))
+		return;
+	memcpy(rec, data, size);
+	memcpy(&h, rec, sizeof(h));
+	if (h.size > size)
+		return;
+	/* the client's own records, whatever type the input gave */
+	h.type = KML_FILTER_REC_LOG;
+	memcpy(rec, &h, sizeof(h));
+	if (kml_filter_log_event_get((const struct kml_ring_rec *)rec, &ev))
+		return;
+	if (kml_filter_format_log(&ev, h.timestamp_ns, false, line, sizeof(line)) < 0 ||
+	    kml_filter_format_log(&ev, h.timestamp_ns, true, line, sizeof(line)) < 0)
 		abort();
 }
 
@@ -56,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (k = 0; k < d.count; k++)
 		rule_round_trip(&d.e[k].rule);
 	(void)kml_filter_genl_dump_verdict(&d, 0);
+	log_record(data, size);
 	kml_filter_genl_dump_free(&d);
 	free(buf);
 	return 0;

@@ -8,8 +8,11 @@
  * (NLM_F_DUMP_INTR, a generation that changes, an index skipped)
  * included; and load's replace in parts: its messages, the chunking of a
  * large set, and an ack's offset inside a chunk back to the rule and the
- * rule file's line and word.
+ * rule file's line and word; the log's rules, GET_INFO counters and
+ * LOG_ATTACH / LOG_DETACH requests, and the lines `kml-filter log` makes
+ * of the ring's records.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,11 @@ static const char *const lines[] = {
 	"accept in tcp dport 22 ct new",
 	"drop ct invalid",
 	"accept ct untracked,new,established,related,invalid",
+	"drop in tcp dport 23 log",
+	"log in tcp dport 22",
+	"accept log rate 1/s burst 1",
+	"log fwd udp rate 1000000/s burst 65535",
+	"drop ipv6 src fd00::/8 log rate 7 burst 2",
 };
 
 /* Splits @line (copied into @buf) into words. */
@@ -149,7 +157,7 @@ TEST(random_rules_round_trip)
 		r.family = (__u8[]){ 0, 4, 6 }[next(&seed) % 3];
 		r.proto = protos[next(&seed) % 5];
 		r.dir = (__u8)(next(&seed) % 4);
-		r.action = (__u8)(next(&seed) % 3);
+		r.action = (__u8)(next(&seed) % 4);
 		bits = r.family == 4 ? 32 : r.family == 6 ? 128 : 0;
 		if (bits) {
 			r.src_len = (__u8)(next(&seed) % (bits + 1));
@@ -173,6 +181,21 @@ TEST(random_rules_round_trip)
 		r.dport_hi = (__u16)(next(&seed) % 3 ? 0xffff : next(&seed));
 		/* ABI 3's connection states: none, good masks and bad ones */
 		r.ct_state = (__u8)(next(&seed) % 2 ? 0 : next(&seed));
+		/* ABI 4's log: none, good limits, each half alone, past the top */
+		switch (next(&seed) % 5) {
+		case 0:
+			r.log_rate = next(&seed) % KML_FILTER_LOG_MAX_RATE + 1;
+			r.log_burst = (__u16)(next(&seed) % 65535 + 1);
+			break;
+		case 1:
+			r.log_rate = next(&seed);
+			break;
+		case 2:
+			r.log_burst = (__u16)next(&seed);
+			break;
+		default:
+			break;
+		}
 		if (!kml_filter_rule_check(&r, &why))
 			valid++;
 		round_trip(_metadata, &r, &back);
@@ -281,6 +304,16 @@ TEST(decoder_checks_shapes)
 	ASSERT_EQ(6, r.ct_state);
 	n = attr(a, KML_FILTER_RA_CT_STATE, &u16, 2);
 	ASSERT_EQ(-EINVAL, decode_raw(a, n, &r));
+	/* a log rate and burst (ABI 4), and of the wrong sizes */
+	n = attr(a, KML_FILTER_RA_LOG_RATE, &(uint32_t){ 1000000 }, 4);
+	n += attr(a + n, KML_FILTER_RA_LOG_BURST, &u16, 2);
+	ASSERT_EQ(0, decode_raw(a, n, &r));
+	ASSERT_EQ(1000000, r.log_rate);
+	ASSERT_EQ(80, r.log_burst);
+	n = attr(a, KML_FILTER_RA_LOG_RATE, &u16, 2);
+	ASSERT_EQ(-EINVAL, decode_raw(a, n, &r));
+	n = attr(a, KML_FILTER_RA_LOG_BURST, &(uint32_t){ 5 }, 4);
+	ASSERT_EQ(-EINVAL, decode_raw(a, n, &r));
 	/* a newer kernel's attribute is skipped */
 	n = attr(a, KML_FILTER_RA_MAX + 1, &u16, 2);
 	ASSERT_EQ(0, decode_raw(a, n, &r));
@@ -295,10 +328,17 @@ TEST(no_check_parses_what_the_kernel_judges)
 		"drop sport 22",
 		"drop ipv4 icmpv6",
 		"in tcp",
+		"drop log rate 0",
+		"log rate 2000000",
+		"drop log burst 0",
+		"drop log rate 0 burst 0",
 	};
 	static const char *const syntax[] = {
 		"drop sctp", "drop dport", "drop dport 70000", "drop src 10.0.0.0/33",
 		"drop ipv4 src fd99::1", "drop in in", "drop dport 1 dport 2",
+		"drop rate 5", "drop burst 5", "drop log rate", "drop log rate 5/m",
+		"drop log rate 4294967296", "drop log burst 65536", "drop log log",
+		"log log", "drop log rate 1 rate 2",
 	};
 	struct kml_filter_rule r;
 	struct kml_filter_words w;
@@ -339,6 +379,59 @@ TEST(no_check_parses_what_the_kernel_judges)
 						 err, sizeof(err)));
 	ASSERT_EQ(0, r.action);
 	ASSERT_EQ(-1, w.action);
+	/* a log rate of 0 and a burst of 0 as written: the kernel is to see them */
+	n = words_of("drop log rate 0 burst 0", buf, sizeof(buf), words, 32);
+	ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, KML_FILTER_PARSE_NO_CHECK,
+						 err, sizeof(err)));
+	ASSERT_EQ(KML_FILTER_DROP, r.action);
+	ASSERT_EQ(0, r.log_rate);
+	ASSERT_EQ(0, r.log_burst);
+	n = words_of("log rate 2000000", buf, sizeof(buf), words, 32);
+	ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, KML_FILTER_PARSE_NO_CHECK,
+						 err, sizeof(err)));
+	ASSERT_EQ(KML_FILTER_LOG, r.action);
+	ASSERT_EQ(2000000, r.log_rate);
+	ASSERT_EQ(KML_FILTER_LOG_DEFAULT_BURST, r.log_burst);
+}
+
+/*
+ * A rule's log goes out as both attributes whenever either value is set,
+ * so that --no-check sends a burst without a rate for the kernel to
+ * refuse; a rule that does not log has neither.
+ */
+TEST(log_attributes_sent_together)
+{
+	_Alignas(8) uint8_t buf[512];
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1], rtb[KML_FILTER_RA_MAX + 1];
+	struct kml_filter_genl_offs offs;
+	struct kml_filter_rule r = { .dir = 1, .action = KML_FILTER_DROP, .sport_hi = 0xffff,
+				     .dport_hi = 0xffff }, back;
+	uint32_t rate;
+	uint16_t burst;
+	int len;
+
+	len = encode(buf, sizeof(buf), &r, &offs);
+	EXPECT_EQ(-1, offs.ra[KML_FILTER_RA_LOG_RATE]);
+	EXPECT_EQ(-1, offs.ra[KML_FILTER_RA_LOG_BURST]);
+	r.log_rate = 10;
+	r.log_burst = 5;
+	len = encode(buf, sizeof(buf), &r, &offs);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_parse_nested(&tb[KML_FILTER_A_RULE], rtb, KML_FILTER_RA_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&rtb[KML_FILTER_RA_LOG_RATE], &rate));
+	ASSERT_EQ(0, kml_nl_get_u16(&rtb[KML_FILTER_RA_LOG_BURST], &burst));
+	EXPECT_EQ(10, rate);
+	EXPECT_EQ(5, burst);
+	EXPECT_EQ((uint32_t)offs.ra[KML_FILTER_RA_LOG_RATE], rtb[KML_FILTER_RA_LOG_RATE].off);
+	/* a burst alone: both, the rate 0 */
+	r.log_rate = 0;
+	len = encode(buf, sizeof(buf), &r, &offs);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_parse_nested(&tb[KML_FILTER_A_RULE], rtb, KML_FILTER_RA_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&rtb[KML_FILTER_RA_LOG_RATE], &rate));
+	EXPECT_EQ(0, rate);
+	ASSERT_EQ(0, kml_filter_genl_get_rule(&tb[KML_FILTER_A_RULE], &back));
+	EXPECT_EQ(0, memcmp(&r, &back, sizeof(r)));
 }
 
 /* Parses @line without checks, encodes it; returns the word count. */
@@ -415,6 +508,20 @@ TEST(offset_to_word)
 	/* no ct word, no attribute */
 	prepare(_metadata, "drop in tcp", buf, words, &w, &o);
 	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_CT_STATE]);
+	EXPECT_EQ(-1, o.ra[KML_FILTER_RA_LOG_RATE]);
+	/*
+	 * drop(0) in(1) log(2) rate(3) 2000000(4) burst(5) 0(6): the rate and
+	 * the burst are the log's word, since the kernel blames the rate for
+	 * a bad burst too
+	 */
+	prepare(_metadata, "drop in log rate 2000000 burst 0", buf, words, &w, &o);
+	EXPECT_EQ(2, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_LOG_RATE]));
+	EXPECT_EQ(2, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_LOG_BURST]));
+	EXPECT_EQ(0, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_ACTION]));
+	/* in(0) tcp(1) log(2): log alone is the action, and its word */
+	prepare(_metadata, "in tcp log rate 0", buf, words, &w, &o);
+	EXPECT_EQ(2, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_ACTION]));
+	EXPECT_EQ(2, kml_filter_genl_offs_word(&o, &w, (uint32_t)o.ra[KML_FILTER_RA_LOG_RATE]));
 }
 
 TEST(pointing_at_a_word)
@@ -464,6 +571,11 @@ static int info_reply(uint8_t *buf, size_t cap, uint32_t abi, bool with_policy)
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_POLICY_BYTES, 500, KML_FILTER_A_PAD);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_MEM_BYTES, 1234, KML_FILTER_A_PAD);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_MEM_LIMIT, 64 << 20, KML_FILTER_A_PAD);
+	/* ABI 4's log, always there */
+	kml_nl_put_u32(&m, KML_FILTER_A_LOG_RING, 1);
+	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_RECORDS, 77, KML_FILTER_A_PAD);
+	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_SUPPRESSED, 8, KML_FILTER_A_PAD);
+	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_LOST, 1ull << 40, KML_FILTER_A_PAD);
 	return kml_nl_msg_len(&m);
 }
 
@@ -484,6 +596,10 @@ TEST(info_reply_parsed)
 	ASSERT_EQ(500, info.policy_bytes);
 	ASSERT_EQ(1234, info.mem_bytes);
 	ASSERT_EQ(64 << 20, info.mem_limit);
+	ASSERT_EQ(1, info.log_ring);
+	ASSERT_EQ(77, info.log_records);
+	ASSERT_EQ(8, info.log_suppressed);
+	ASSERT_EQ(1ull << 40, info.log_lost);
 	/* what the client prints must be there */
 	len = info_reply(buf, sizeof(buf), KML_FILTER_ABI_VERSION, false);
 	ASSERT_EQ(-EPROTO, kml_filter_genl_parse_info((void *)buf, (size_t)len, &info));
@@ -494,6 +610,201 @@ TEST(info_reply_parsed)
 	/* cut short */
 	len = info_reply(buf, sizeof(buf), KML_FILTER_ABI_VERSION, true);
 	ASSERT_EQ(-EPROTO, kml_filter_genl_parse_info((void *)buf, (size_t)len - 4, &info));
+}
+
+/* Each of the log's four, missing or of the wrong size: malformed. */
+TEST(info_reply_needs_the_log)
+{
+	static const int log_attrs[] = { KML_FILTER_A_LOG_RING, KML_FILTER_A_LOG_RECORDS,
+					 KML_FILTER_A_LOG_SUPPRESSED, KML_FILTER_A_LOG_LOST };
+	_Alignas(8) uint8_t buf[512];
+	struct kml_filter_genl_info info;
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	int len = info_reply(buf, sizeof(buf), KML_FILTER_ABI_VERSION, true);
+
+	for (unsigned int k = 0; k < sizeof(log_attrs) / sizeof(log_attrs[0]); k++) {
+		_Alignas(8) uint8_t copy[512];
+		struct nlattr *nla;
+
+		memcpy(copy, buf, (size_t)len);
+		ASSERT_EQ(0, kml_nl_parse(copy, (size_t)len, tb, KML_FILTER_A_MAX));
+		nla = (struct nlattr *)(copy + tb[log_attrs[k]].off);
+		/* renamed to an attribute the parser skips: it is missing */
+		nla->nla_type = KML_FILTER_A_MAX + 1;
+		EXPECT_EQ(-EPROTO, kml_filter_genl_parse_info((void *)copy, (size_t)len, &info))
+			TH_LOG("attribute %d", log_attrs[k]);
+		/* and one byte short of its size */
+		memcpy(copy, buf, (size_t)len);
+		nla = (struct nlattr *)(copy + tb[log_attrs[k]].off);
+		nla->nla_len--;
+		EXPECT_EQ(-EPROTO, kml_filter_genl_parse_info((void *)copy, (size_t)len, &info))
+			TH_LOG("attribute %d", log_attrs[k]);
+	}
+	ASSERT_EQ(0, kml_filter_genl_parse_info((void *)buf, (size_t)len, &info));
+}
+
+/* LOG_ATTACH names the ring's descriptor; LOG_DETACH has nothing. */
+TEST(log_attach_and_detach)
+{
+	_Alignas(8) uint8_t buf[64];
+	struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+	struct kml_nl_msg m;
+	uint8_t cmd, version;
+	uint32_t fd;
+	int len;
+
+	len = kml_filter_genl_log_attach(&m, buf, sizeof(buf), FAMILY_ID, 7);
+	ASSERT_LT(0, len);
+	ASSERT_EQ(FAMILY_ID, ((struct nlmsghdr *)buf)->nlmsg_type);
+	ASSERT_EQ(0, kml_nl_genl_hdr(buf, (size_t)len, &cmd, &version));
+	EXPECT_EQ(KML_FILTER_CMD_LOG_ATTACH, cmd);
+	EXPECT_EQ(KML_FILTER_GENL_VERSION, version);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_LOG_RING], &fd));
+	EXPECT_EQ(7, fd);
+	for (int t = 1; t <= KML_FILTER_A_MAX; t++) {
+		if (t != KML_FILTER_A_LOG_RING)
+			EXPECT_EQ(NULL, tb[t].data) TH_LOG("attribute %d", t);
+	}
+	/* descriptor 0 is one; a negative one is not */
+	ASSERT_LT(0, kml_filter_genl_log_attach(&m, buf, sizeof(buf), FAMILY_ID, 0));
+	EXPECT_EQ(-EBADF, kml_filter_genl_log_attach(&m, buf, sizeof(buf), FAMILY_ID, -1));
+	/* no room for the attribute */
+	EXPECT_EQ(-EMSGSIZE, kml_filter_genl_log_attach(&m, buf, KML_NL_HDRLEN, FAMILY_ID, 7));
+
+	len = kml_filter_genl_log_detach(&m, buf, sizeof(buf), FAMILY_ID);
+	ASSERT_EQ(KML_NL_HDRLEN, len);
+	ASSERT_EQ(0, kml_nl_genl_hdr(buf, (size_t)len, &cmd, &version));
+	EXPECT_EQ(KML_FILTER_CMD_LOG_DETACH, cmd);
+	ASSERT_EQ(0, kml_nl_parse(buf, (size_t)len, tb, KML_FILTER_A_MAX));
+	for (int t = 1; t <= KML_FILTER_A_MAX; t++) {
+		EXPECT_EQ(NULL, tb[t].data) TH_LOG("attribute %d", t);
+	}
+}
+
+/* A ring record of kml_filter's log, as the kernel writes it. */
+struct log_rec {
+	struct kml_ring_rec h;
+	struct kml_filter_log_event ev;
+};
+
+static void log_rec4(struct log_rec *lr, const char *src, const char *dst)
+{
+	memset(lr, 0, sizeof(*lr));
+	lr->h.type = KML_FILTER_REC_LOG;
+	lr->h.size = sizeof(*lr);
+	lr->h.timestamp_ns = 123456789;
+	lr->ev.rule = 2;
+	lr->ev.len = 60;
+	lr->ev.generation = 9;
+	lr->ev.family = KML_FILTER_FAMILY_IPV4;
+	lr->ev.proto = KML_FILTER_PROTO_TCP;
+	lr->ev.dir = KML_FILTER_DIR_IN;
+	lr->ev.verdict = lr->ev.action = KML_FILTER_DROP;
+	lr->ev.has_ports = 1;
+	lr->ev.sport = 1234;
+	lr->ev.dport = 22;
+	inet_pton(AF_INET, src, lr->ev.src);
+	inet_pton(AF_INET, dst, lr->ev.dst);
+}
+
+static const char *log_line(struct __test_metadata *_metadata, const struct log_rec *lr,
+			    bool json)
+{
+	static char buf[512];
+	struct kml_filter_log_event ev;
+
+	EXPECT_EQ(0, kml_filter_log_event_get(&lr->h, &ev));
+	EXPECT_LT(0, kml_filter_format_log(&ev, lr->h.timestamp_ns, json, buf, sizeof(buf)));
+	return buf;
+}
+
+TEST(log_lines)
+{
+	struct log_rec lr;
+	struct kml_filter_log_event ev;
+	char buf[512];
+
+	/* rule numbers from 1, as list -v and del give them */
+	log_rec4(&lr, "10.0.0.1", "10.0.0.2");
+	EXPECT_STREQ("rule 3 drop in tcp 10.0.0.1:1234 -> 10.0.0.2:22 len 60",
+		     log_line(_metadata, &lr, false));
+	EXPECT_STREQ("{\"rule\":3,\"generation\":9,\"time_ns\":123456789,\"dir\":\"in\","
+		     "\"verdict\":\"drop\",\"action\":\"drop\",\"family\":\"ipv4\","
+		     "\"proto\":\"tcp\",\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\","
+		     "\"sport\":1234,\"dport\":22,\"len\":60,\"suppressed\":0}",
+		     log_line(_metadata, &lr, true));
+	/* a connection state, records held back */
+	lr.ev.ct_state = KML_FILTER_CT_NEW;
+	lr.ev.suppressed = 7;
+	EXPECT_STREQ("rule 3 drop in tcp 10.0.0.1:1234 -> 10.0.0.2:22 len 60 ct new (7 suppressed)",
+		     log_line(_metadata, &lr, false));
+	EXPECT_NE(NULL, strstr(log_line(_metadata, &lr, true),
+			       ",\"len\":60,\"ct\":[\"new\"],\"suppressed\":7}"));
+	/* a log-only rule: its action, then what became of the packet */
+	lr.ev.action = KML_FILTER_LOG;
+	lr.ev.verdict = KML_FILTER_ACCEPT;
+	lr.ev.ct_state = 0;
+	lr.ev.suppressed = 0;
+	lr.ev.dir = KML_FILTER_DIR_OUT;
+	EXPECT_STREQ("rule 3 log accept out tcp 10.0.0.1:1234 -> 10.0.0.2:22 len 60",
+		     log_line(_metadata, &lr, false));
+	EXPECT_NE(NULL, strstr(log_line(_metadata, &lr, true),
+			       "\"dir\":\"out\",\"verdict\":\"accept\",\"action\":\"log\""));
+	/* no ports: none printed; a protocol without a word: its number */
+	lr.ev.action = lr.ev.verdict = KML_FILTER_ACCEPT;
+	lr.ev.has_ports = 0;
+	lr.ev.proto = 47;
+	lr.ev.dir = KML_FILTER_DIR_FWD;
+	EXPECT_STREQ("rule 3 accept fwd proto 47 10.0.0.1 -> 10.0.0.2 len 60",
+		     log_line(_metadata, &lr, false));
+	EXPECT_NE(NULL, strstr(log_line(_metadata, &lr, true),
+			       "\"proto\":\"47\",\"src\":\"10.0.0.1\",\"dst\":\"10.0.0.2\",\"len\":60,"));
+	/* IPv6: brackets with ports only */
+	lr.ev.family = KML_FILTER_FAMILY_IPV6;
+	lr.ev.proto = KML_FILTER_PROTO_ICMPV6;
+	inet_pton(AF_INET6, "fd00::1", lr.ev.src);
+	inet_pton(AF_INET6, "2001:db8::ffff:1:2", lr.ev.dst);
+	EXPECT_STREQ("rule 3 accept fwd icmpv6 fd00::1 -> 2001:db8::ffff:1:2 len 60",
+		     log_line(_metadata, &lr, false));
+	lr.ev.proto = KML_FILTER_PROTO_UDP;
+	lr.ev.has_ports = 1;
+	lr.ev.ct_state = KML_FILTER_CT_ESTABLISHED;
+	EXPECT_STREQ("rule 3 accept fwd udp [fd00::1]:1234 -> [2001:db8::ffff:1:2]:22 len 60 ct established",
+		     log_line(_metadata, &lr, false));
+	EXPECT_NE(NULL, strstr(log_line(_metadata, &lr, true),
+			       "\"family\":\"ipv6\",\"proto\":\"udp\",\"src\":\"fd00::1\","
+			       "\"dst\":\"2001:db8::ffff:1:2\",\"sport\":1234,\"dport\":22,"));
+	/* the longest line there is fits in 512 bytes, with room to spare */
+	memset(&lr.ev, 0xff, sizeof(lr.ev));
+	lr.ev.family = KML_FILTER_FAMILY_IPV6;
+	lr.ev.ct_state = 0x80;
+	ASSERT_EQ(0, kml_filter_log_event_get(&lr.h, &ev));
+	EXPECT_GT(400, kml_filter_format_log(&ev, ~0ull, true, buf, sizeof(buf)));
+	EXPECT_GT(300, kml_filter_format_log(&ev, ~0ull, false, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, " ct 0x80 ")) TH_LOG("%s", buf);
+	/* too small a buffer */
+	EXPECT_EQ(-1, kml_filter_format_log(&ev, 0, false, buf, 20));
+}
+
+TEST(log_records_checked)
+{
+	struct kml_filter_log_event ev;
+	struct log_rec lr;
+
+	log_rec4(&lr, "10.0.0.1", "10.0.0.2");
+	ASSERT_EQ(0, kml_filter_log_event_get(&lr.h, &ev));
+	EXPECT_EQ(0, memcmp(&ev, &lr.ev, sizeof(ev)));
+	/* someone else's record */
+	lr.h.type = KML_RING_REC_SAMPLE;
+	EXPECT_EQ(-ENOENT, kml_filter_log_event_get(&lr.h, &ev));
+	/* too short for its event, or of no family */
+	lr.h.type = KML_FILTER_REC_LOG;
+	lr.h.size = sizeof(lr) - 8;
+	EXPECT_EQ(-EINVAL, kml_filter_log_event_get(&lr.h, &ev));
+	lr.h.size = sizeof(lr);
+	lr.ev.family = 0;
+	EXPECT_EQ(-EINVAL, kml_filter_log_event_get(&lr.h, &ev));
 }
 
 /*
@@ -773,6 +1084,8 @@ static void biggest_rule(struct kml_filter_rule *r)
 	r->sport_lo = r->dport_lo = 1;
 	r->sport_hi = r->dport_hi = 2;
 	r->ct_state = KML_FILTER_CT_ALL;
+	r->log_rate = KML_FILTER_LOG_MAX_RATE;
+	r->log_burst = 65535;
 }
 
 TEST(rule_max_is_the_biggest_rule)

@@ -1106,6 +1106,140 @@ TEST(parse_errors)
 	}
 }
 
+/*
+ * Logging (ABI 4): `log` after accept or drop logs what the rule
+ * matches; `log` alone is the action that only logs. The formatted rule
+ * always says its rate and burst, and reads back the same.
+ */
+TEST(parse_log_words)
+{
+	static const struct {
+		const char *text, *canon;
+		__u8 action;
+		__u32 rate;
+		__u16 burst;
+	} good[] = {
+		{ "drop in tcp dport 23 log", "drop in tcp dport 23 log rate 10/s burst 5",
+		  KML_FILTER_DROP, 10, 5 },
+		{ "log in tcp dport 22", "log in tcp dport 22 rate 10/s burst 5",
+		  KML_FILTER_LOG, 10, 5 },
+		{ "accept log rate 100/s", "accept log rate 100/s burst 5",
+		  KML_FILTER_ACCEPT, 100, 5 },
+		{ "accept log rate 100", "accept log rate 100/s burst 5",
+		  KML_FILTER_ACCEPT, 100, 5 },
+		{ "log burst 1 in", "log in rate 10/s burst 1", KML_FILTER_LOG, 10, 1 },
+		/* words in any order: rate and burst need not follow log */
+		{ "burst 65535 rate 1000000/s udp log drop",
+		  "drop udp log rate 1000000/s burst 65535", KML_FILTER_DROP, 1000000, 65535 },
+		{ "log fwd rate 1/s burst 1 ct new", "log fwd ct new rate 1/s burst 1",
+		  KML_FILTER_LOG, 1, 1 },
+	};
+	struct kml_filter_words w;
+	struct kml_filter_rule r, r2;
+	char err[256], text[KML_FILTER_RULE_TEXT_MAX], buf[256], *words[32];
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ASSERT_EQ(0, parse(good[i].text, &r, err)) TH_LOG("%s: %s", good[i].text, err);
+		EXPECT_EQ(good[i].action, r.action) TH_LOG("%s", good[i].text);
+		EXPECT_EQ(good[i].rate, r.log_rate) TH_LOG("%s", good[i].text);
+		EXPECT_EQ(good[i].burst, r.log_burst) TH_LOG("%s", good[i].text);
+		ASSERT_LT(0, kml_filter_format_rule(&r, text, sizeof(text)));
+		EXPECT_STREQ(good[i].canon, text);
+		ASSERT_EQ(0, parse(text, &r2, err)) TH_LOG("%s: %s", text, err);
+		EXPECT_EQ(0, memcmp(&r, &r2, sizeof(r))) TH_LOG("%s", text);
+	}
+	/* a rule that does not log says nothing of it */
+	ASSERT_EQ(0, parse("drop in tcp dport 23", &r, err));
+	EXPECT_EQ(0, r.log_rate);
+	EXPECT_EQ(0, r.log_burst);
+	/* the defaults the documentation gives */
+	EXPECT_EQ(10, KML_FILTER_LOG_DEFAULT_RATE);
+	EXPECT_EQ(5, KML_FILTER_LOG_DEFAULT_BURST);
+	/* log(0) is the action's word when there is no other, and the log's */
+	strcpy(buf, "in log tcp");
+	n = 0;
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		words[n++] = t;
+	ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
+	EXPECT_EQ(1, w.action);
+	EXPECT_EQ(1, w.log);
+	strcpy(buf, "drop in tcp log rate 5");
+	n = 0;
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		words[n++] = t;
+	ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
+	EXPECT_EQ(0, w.action);
+	EXPECT_EQ(3, w.log);
+	strcpy(buf, "drop in tcp");
+	n = 0;
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		words[n++] = t;
+	ASSERT_EQ(0, kml_filter_parse_rule_words(n, words, &r, &w, 0, err, sizeof(err)));
+	EXPECT_EQ(-1, w.log);
+	/* the verdict words, the log action's among them */
+	EXPECT_STREQ("log", kml_filter_verdict_name(KML_FILTER_LOG));
+	EXPECT_STREQ("?", kml_filter_verdict_name(4));
+}
+
+/* The longest rule there is fits in KML_FILTER_RULE_TEXT_MAX. */
+TEST(format_longest_rule)
+{
+	struct kml_filter_rule r = {
+		.family = KML_FILTER_FAMILY_IPV6, .proto = KML_FILTER_PROTO_ICMPV6,
+		.dir = KML_FILTER_DIR_ALL, .action = KML_FILTER_ACCEPT,
+		.src_len = 127, .dst_len = 127, .sport_lo = 65534, .sport_hi = 65535,
+		.dport_lo = 65534, .dport_hi = 65535, .ct_state = KML_FILTER_CT_ALL,
+		.log_rate = KML_FILTER_LOG_MAX_RATE, .log_burst = 65535,
+	};
+	char text[512];
+	int n;
+
+	/* every group of four digits, the longest inet_ntop() writes */
+	memset(r.src, 0xee, 15);
+	memset(r.dst, 0xee, 15);
+	n = kml_filter_format_rule(&r, text, sizeof(text));
+	ASSERT_LT(0, n);
+	EXPECT_GT(KML_FILTER_RULE_TEXT_MAX, n) TH_LOG("%s", text);
+	EXPECT_EQ(n, kml_filter_format_rule(&r, text, KML_FILTER_RULE_TEXT_MAX));
+}
+
+TEST(parse_log_errors)
+{
+	static const struct {
+		const char *text, *err;
+	} bad[] = {
+		{ "drop rate 5", "'rate' is for logging: give 'log' too, e.g. 'log rate 10/s burst 5'" },
+		{ "drop burst 5", "'burst' is for logging: give 'log' too, e.g. 'log rate 10/s burst 5'" },
+		{ "drop log rate", "'rate' needs a value, e.g. 'log rate 10/s'" },
+		{ "drop log burst", "'burst' needs a value, e.g. 'log burst 5'" },
+		{ "drop log rate 0", "bad log rate '0': give records per second, 1..1000000, as N or N/s" },
+		{ "drop log rate 10/m", "bad log rate '10/m': give records per second, 1..1000000, as N or N/s" },
+		{ "drop log rate /s", "bad log rate '/s': give records per second, 1..1000000, as N or N/s" },
+		{ "drop log rate -1", "bad log rate '-1': give records per second, 1..1000000, as N or N/s" },
+		{ "drop log rate 4294967296", "bad log rate '4294967296': give records per second, 1..1000000, as N or N/s" },
+		{ "drop log rate 1000001", "log rate above 1000000/s" },
+		{ "drop log rate 4294967295/s", "log rate above 1000000/s" },
+		{ "drop log burst 0", "a log burst of at least 1 is needed" },
+		{ "drop log burst 65536", "bad log burst '65536': give 1..65535" },
+		{ "drop log burst 5x", "bad log burst '5x': give 1..65535" },
+		{ "drop log log", "'log': that part of the rule is given twice" },
+		{ "log rate 1 rate 2", "'rate' given twice" },
+		{ "log burst 1 burst 2", "'burst' given twice" },
+		{ "log accept drop", "'drop': that part of the rule is given twice" },
+		{ "log dport 22", "ports need tcp or udp" },
+	};
+	struct kml_filter_rule r;
+	char err[256];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-1, parse(bad[i].text, &r, err)) TH_LOG("%s", bad[i].text);
+		EXPECT_STREQ(bad[i].err, err);
+	}
+}
+
 /* a string literal and its length, NULs included */
 #define LIT(s) s, sizeof(s) - 1
 

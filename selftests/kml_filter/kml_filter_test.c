@@ -5793,6 +5793,22 @@ TEST_F(nl, log_attach_errors_and_its_owner)
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
 	ASSERT_EQ(0, nl_log_detach(&self->s, self->fam, &err));
 	EXPECT_EQ(-ENOENT, nl_log_detach(&self->s, self->fam, &err));
+	/*
+	 * A ring nobody reads fills up: what it has no room for is lost,
+	 * and counted (the burst of 100 lets every one of these by).
+	 */
+	close(ring);
+	ring = log_ring(1);
+	ASSERT_LE(0, ring);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, log_info(self, &li2));
+	EXPECT_EQ(100, udp_send(tx, 100, 10));
+	EXPECT_EQ(106, rule_packets(self->fd, 0, 106));
+	ASSERT_EQ(0, log_info(self, &li));
+	EXPECT_EQ(li2.suppressed, li.suppressed);
+	EXPECT_EQ(100, li.records - li2.records + li.lost - li2.lost);
+	EXPECT_LT(0, li.lost - li2.lost);
+	EXPECT_LT(0, li.records - li2.records);
 	close(rx);
 	close(tx);
 	close(null);
