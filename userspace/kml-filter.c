@@ -689,8 +689,9 @@ static void cmd_log(uint64_t count, uint32_t pages)
 		kml_die("log: cannot set up a ring on %s: %s", KML_RING_DEVICE, strerror(-err));
 	/*
 	 * The ring is attached by its descriptor, looked up in this process
-	 * while the request runs; it stays attached until LOG_DETACH or
-	 * until this socket is closed, so a reader that dies leaves none.
+	 * while the request runs; it stays attached until this socket is
+	 * closed (or someone sends LOG_DETACH), so a reader that dies,
+	 * however it dies, leaves none.
 	 */
 	kml_filter_genl_log_attach(&m, reqbuf, sizeof(reqbuf), family_id, ring.fd);
 	err = kml_nl_request(&nl, &m, NULL, NULL, &e);
@@ -710,11 +711,16 @@ static void cmd_log(uint64_t count, uint32_t pages)
 		if (n < 0)
 			kml_die("log: the ring holds a malformed record");
 	}
-	kml_filter_genl_log_detach(&m, reqbuf, sizeof(reqbuf), family_id);
-	err = kml_nl_request(&nl, &m, NULL, NULL, &e);
-	/* ENOENT: another administrator detached it first, nothing is left to do */
-	if (err && err != -ENOENT)
-		nl_failed("log", err, &e, NULL);
+	/*
+	 * Closing the socket that attached the ring detaches it. Not
+	 * LOG_DETACH: if another administrator detached ours and a reader of
+	 * theirs attached since, it would detach that one.
+	 */
+	kml_nl_close(&nl);
+	/* what came before the signal is printed */
+	if (!(count && lr.printed >= count) &&
+	    kml_ring_user_consume(&ring, log_record, &lr) < 0)
+		kml_die("log: the ring holds a malformed record");
 	lost = __atomic_load_n(&ring.ctrl->lost, __ATOMIC_RELAXED);
 	kml_ring_user_close(&ring);
 	if (lost)

@@ -116,13 +116,13 @@ t probe_attach_without_kallsyms '' kml-probe attach vfs_r
 _kml_kallsyms=$tmp/kallsyms
 
 t filter_rule_words_i 'in ipv4 ipv6 icmp icmpv6' kml-filter add drop i
-t filter_commands 'list add del flush policy load help' kml-filter ''
-t filter_rule_words_not_repeated 'out fwd ipv4 ipv6 src dst sport dport ct' kml-filter add drop in tcp ''
+t filter_commands 'list add del flush policy load log help' kml-filter ''
+t filter_rule_words_not_repeated 'out fwd ipv4 ipv6 src dst sport dport ct log' kml-filter add drop in tcp ''
 t filter_rule_directions_add_up 'out' kml-filter add drop fwd in o
 t filter_rule_ct_states 'new established related invalid untracked' kml-filter add accept ct ''
 t filter_rule_ct_state_prefix 'established' kml-filter add accept ct es
 t filter_rule_ct_more_states 'established,new established,related established,invalid established,untracked' kml-filter add accept ct established,
-t filter_rule_ct_once 'out fwd ipv4 ipv6 src dst sport dport' kml-filter add drop in tcp ct new ''
+t filter_rule_ct_once 'out fwd ipv4 ipv6 src dst sport dport log' kml-filter add drop in tcp ct new ''
 t filter_rule_value_not_completed '' kml-filter add drop dport ''
 t filter_add_at 'accept any' kml-filter add --at 2 a
 t filter_add_options '--at --json --help --version' kml-filter add --
@@ -133,7 +133,7 @@ t filter_policy_no_third_word '' kml-filter policy fwd drop ''
 t filter_load_file_or_stdin 'rec.data rdir rules.txt -' kml-filter load ''
 t filter_load_file_prefix 'rules.txt' kml-filter load ru
 t filter_list_verbose '-v' kml-filter list -v
-t filter_help_commands 'list add del flush policy load' kml-filter help ''
+t filter_help_commands 'list add del flush policy load log' kml-filter help ''
 
 t stats_json '--json' kml-stats --j
 t stats_options '--json --help --version --watch --interval --count' kml-stats --

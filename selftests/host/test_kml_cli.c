@@ -317,6 +317,7 @@ static const struct {
 	{ "kml-filter", "flush", "flush --bogus" },
 	{ "kml-filter", "policy", "policy maybe" },
 	{ "kml-filter", "load", "load --bogus" },
+	{ "kml-filter", "log", "log --count 2x" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

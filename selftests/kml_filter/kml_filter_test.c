@@ -1604,7 +1604,7 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_NE(NULL, strstr(out, "    2          7          896  drop in udp dport 9000\n"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(0, CLIENT("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"ct\":null,\"packets\":7,\"bytes\":896}"))
+	EXPECT_NE(NULL, strstr(out, "\"num\":2,\"rule\":\"drop in udp dport 9000\",\"action\":\"drop\",\"dir\":\"in\",\"family\":\"any\",\"proto\":\"udp\",\"src\":null,\"dst\":null,\"sport\":[0,65535],\"dport\":[9000,9000],\"ct\":null,\"log\":null,\"packets\":7,\"bytes\":896}"))
 		TH_LOG("%s", out);
 
 	/* list | load gives the same set back */
@@ -1689,7 +1689,7 @@ TEST_F_TIMEOUT(filter, client_32bit, 120)
 	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 3, 0));
 	EXPECT_EQ(3, rule_packets(self->fa, 1, 3));
 	EXPECT_EQ(0, CLIENT32("--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"ct\":null,\"packets\":3,\"bytes\":384}"))
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[9000,9000],\"ct\":null,\"log\":null,\"packets\":3,\"bytes\":384}"))
 		TH_LOG("%s", out);
 	/*
 	 * What the 64-bit client sees, byte for byte, from the rule table
@@ -5357,7 +5357,7 @@ TEST_F(nl, client_ct_words_round_trip)
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
 	EXPECT_STREQ(want, out);
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "--json list"));
-	EXPECT_NE(NULL, strstr(out, "\"dport\":[0,65535],\"ct\":[\"established\",\"related\"],\"packets\":0"))
+	EXPECT_NE(NULL, strstr(out, "\"dport\":[0,65535],\"ct\":[\"established\",\"related\"],\"log\":null,\"packets\":0"))
 		TH_LOG("%s", out);
 	EXPECT_EQ(2, KML_CLIENT("kml-filter", "add accept ct bogus"));
 	EXPECT_NE(NULL, strstr(out, "bad connection state 'bogus'")) TH_LOG("%s", out);
@@ -5891,6 +5891,75 @@ TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
 		usleep(20000);
 	}
 	EXPECT_EQ(0, kml_load_once("modules/kml_ring/kml_ring.ko", ""));
+}
+
+/* Until the namespace has a ring attached (or not), up to SLOW_MS. */
+static int log_attached_wait(FIXTURE_DATA(nl) *self, __u32 want)
+{
+	long long end = now_ms() + SLOW_MS;
+	struct loginfo li;
+
+	while (!log_info(self, &li) && now_ms() < end) {
+		if (li.attached == want)
+			return 0;
+		usleep(20000);
+	}
+	return -1;
+}
+
+/*
+ * kml-filter log follows the records as they come, a line each (JSON or
+ * not), exits after --count, and its ring goes with it; a second reader
+ * is told one is attached.
+ */
+TEST_F_TIMEOUT(nl, client_log_follows_the_records, 120)
+{
+	const char *bin = getenv("KMODLAB_BIN");
+	char cmd[4096], out[4096], line[1024];
+	int rx, tx, n = 0, st;
+	FILE *p;
+
+	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_load_once("modules/kml_ring/kml_ring.ko", ""));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in udp dport 9300 log rate 1000/s burst 100"));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy accept\naccept in udp dport 9300 log rate 1000/s burst 100\n", out);
+	ASSERT_EQ(0, lo_udp(9300, &rx, &tx));
+	snprintf(cmd, sizeof(cmd), "%s/kml-filter --json log --count 3 2>&1", bin ? bin : ".");
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, log_attached_wait(self, 1));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "log --count 1"));
+	EXPECT_NE(NULL, strstr(out, "a log reader is attached already")) TH_LOG("%s", out);
+	EXPECT_EQ(3, udp_send(tx, 3, 10));
+	while (fgets(line, sizeof(line), p)) {
+		n++;
+		EXPECT_NE(NULL, strstr(line, "\"rule\":1,")) TH_LOG("%s", line);
+		EXPECT_NE(NULL, strstr(line, "\"dport\":9300")) TH_LOG("%s", line);
+		EXPECT_NE(NULL, strstr(line, "\"verdict\":\"accept\"")) TH_LOG("%s", line);
+		EXPECT_NE(NULL, strstr(line, "\"src\":\"127.0.0.1\"")) TH_LOG("%s", line);
+	}
+	st = pclose(p);
+	EXPECT_EQ(3, n);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %d", st);
+	/* its socket closed, its ring is detached */
+	EXPECT_EQ(0, log_attached_wait(self, 0));
+
+	/* the human line */
+	snprintf(cmd, sizeof(cmd), "%s/kml-filter log --count 1 2>&1", bin ? bin : ".");
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, log_attached_wait(self, 1));
+	EXPECT_EQ(1, udp_send(tx, 1, 10));
+	ASSERT_NE(NULL, fgets(line, sizeof(line), p));
+	EXPECT_NE(NULL, strstr(line, "rule 1 accept in udp 127.0.0.1:")) TH_LOG("%s", line);
+	EXPECT_NE(NULL, strstr(line, "-> 127.0.0.1:9300 len 38")) TH_LOG("%s", line);
+	st = pclose(p);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("status %d", st);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list -v"));
+	EXPECT_NE(NULL, strstr(out, "log: not attached, 4 records, 0 suppressed,")) TH_LOG("%s", out);
+	close(rx);
+	close(tx);
 }
 
 TEST_HARNESS_MAIN
