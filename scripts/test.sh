@@ -40,7 +40,7 @@ needs() {
 	kml_sensor) echo "kml_stats kml_sensor" ;;
 	kml_probe)  echo "kml_stats kml_probe" ;;
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
-	kml_filter) echo "kml_stats kml_filter" ;;
+	kml_filter) echo "kml_stats kml_ring kml_filter" ;;	# the log writes to kml_ring
 	kml_hello)  echo "kml_hello" ;;
 	esac
 }
