@@ -34,7 +34,6 @@
 struct kml_filter_sink {
 	struct file *ring;
 	int (*write)(struct file *ring, u32 type, const void *data, u32 len);
-	struct rcu_head rcu;
 };
 
 void kml_filter_log_init(struct kml_filter_log *log)
@@ -111,30 +110,31 @@ int kml_filter_log_attach(struct kml_filter_log *log, int fd, struct sock *sk)
 	sink = kzalloc(sizeof(*sink), GFP_KERNEL_ACCOUNT);
 	if (!sink)
 		return -ENOMEM;
-	/* a process with a ring open has kml_ring.ko loaded: no request_module() */
+	/*
+	 * A process with a ring open has kml_ring.ko loaded: no
+	 * request_module(). Holding the first symbol holds its module, so
+	 * the second, of the same module, is there too.
+	 */
 	fget_ring = symbol_get(kml_ring_fget);
+	if (!fget_ring) {
+		kfree(sink);
+		return -ENODEV;
+	}
 	sink->write = symbol_get(kml_ring_write_file);
-	ret = -ENODEV;
-	if (!fget_ring || !sink->write)
-		goto out;
 	sink->ring = fget_ring(fd);
-	ret = PTR_ERR_OR_ZERO(sink->ring);
-	if (ret)
-		goto out;
 	symbol_put(kml_ring_fget);
+	if (IS_ERR(sink->ring)) {
+		ret = PTR_ERR(sink->ring);
+		symbol_put(kml_ring_write_file);
+		kfree(sink);
+		return ret;
+	}
 	sock_hold(sk);
 	spin_lock(&log->lock);
 	log->owner = sk;
 	spin_unlock(&log->lock);
 	rcu_assign_pointer(log->sink, sink);
 	return 0;
-out:
-	if (fget_ring)
-		symbol_put(kml_ring_fget);
-	if (sink->write)
-		symbol_put(kml_ring_write_file);
-	kfree(sink);
-	return ret;
 }
 
 /* Stop writing to the ring; it is let go after the hooks done with it. */
