@@ -5960,6 +5960,33 @@ TEST_F_TIMEOUT(nl, client_log_follows_the_records, 120)
 	EXPECT_NE(NULL, strstr(out, "log: not attached, 4 records, 0 suppressed,")) TH_LOG("%s", out);
 	close(rx);
 	close(tx);
+
+	/* the kernel's reason, under the word that set it */
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "--no-check add drop in udp log rate 2000000/s"));
+	EXPECT_NE(NULL, strstr(out, "the kernel refused the rule: log rate above 1000000/s\n"
+				    "  drop in udp log rate 2000000/s\n"
+				    "              ^^^")) TH_LOG("%s", out);
+	TH_LOG("%s", out);
+
+	/* a stateful workstation that logs what it turns away, loaded and listed back */
+	{
+		const char *file = "/run/kml_filter_logged";
+		const char *rules = "policy drop\n"
+				    "accept in ct established,related\n"
+				    "log in tcp dport 22 ct new rate 1/s burst 5\n"
+				    "accept in tcp dport 22 ct new\n"
+				    "drop in log rate 10/s burst 5\n"
+				    "accept out\n";
+		FILE *f = fopen(file, "w");
+
+		ASSERT_NE(NULL, f);
+		fputs(rules, f);
+		fclose(f);
+		EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file)) TH_LOG("%s", out);
+		EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+		EXPECT_STREQ(rules, out);
+		unlink(file);
+	}
 }
 
 TEST_HARNESS_MAIN
