@@ -423,7 +423,7 @@ static void cmd_list(int verbose)
 		       ",\"suppressed\":%" PRIu64 ",\"lost\":%" PRIu64 "},\"rules\":[",
 		       (uint64_t)l.generation, kml_filter_verdict_name(info.policy),
 		       (uint64_t)info.policy_packets, (uint64_t)info.policy_bytes,
-		       info.log_ring ? "true" : "false", info.log_records, info.log_suppressed,
+		       info.log_attached ? "true" : "false", info.log_records, info.log_suppressed,
 		       info.log_lost);
 		for (i = 0; i < l.count; i++) {
 			const struct kml_filter_rule *r = &e[i].rule;
@@ -453,7 +453,7 @@ static void cmd_list(int verbose)
 			printf("policy fwd drop (%" PRIu64 " packets)\n",
 			       (uint64_t)info.policy_fwd_packets);
 		printf("log: %s, %" PRIu64 " records, %" PRIu64 " suppressed, %" PRIu64 " lost\n",
-		       info.log_ring ? "attached" : "not attached", info.log_records,
+		       info.log_attached ? "attached" : "not attached", info.log_records,
 		       info.log_suppressed, info.log_lost);
 		printf("%5s %10s %12s  %s\n", "num", "pkts", "bytes", "rule");
 		for (i = 0; i < l.count; i++) {

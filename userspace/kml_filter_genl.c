@@ -251,7 +251,7 @@ int kml_filter_genl_parse_info(const struct nlmsghdr *msg, size_t len,
 	    kml_nl_get_u8(&tb[KML_FILTER_A_POLICY], &info->policy) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_PACKETS], &info->policy_packets) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_POLICY_BYTES], &info->policy_bytes) ||
-	    kml_nl_get_u32(&tb[KML_FILTER_A_LOG_RING], &info->log_ring) ||
+	    kml_nl_get_u8(&tb[KML_FILTER_A_LOG_ATTACHED], &info->log_attached) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_RECORDS], &info->log_records) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_SUPPRESSED], &info->log_suppressed) ||
 	    kml_nl_get_u64(&tb[KML_FILTER_A_LOG_LOST], &info->log_lost))

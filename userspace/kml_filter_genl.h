@@ -67,7 +67,7 @@ struct kml_filter_genl_info {
 	uint64_t mem_limit;
 	uint8_t policy_fwd;		/* 0 if the module did not say */
 	uint64_t policy_fwd_packets;
-	uint32_t log_ring;		/* 1: a ring is attached (LOG_ATTACH) */
+	uint8_t log_attached;		/* 1: a ring is attached (LOG_ATTACH) */
 	uint64_t log_records;		/* written to it */
 	uint64_t log_suppressed;	/* held back by the rules' limits */
 	uint64_t log_lost;		/* within them, but no ring took them */

@@ -145,9 +145,12 @@ static int parse_uint(const char *s, const char **end, unsigned long max,
 	if (*p < '0' || *p > '9')
 		return -1;
 	while (*p >= '0' && *p <= '9') {
-		v = v * 10 + (unsigned long)(*p - '0');
-		if (v > max)
+		unsigned long d = (unsigned long)(*p - '0');
+
+		/* checked before it can wrap: unsigned long is 32 bits in kml-filter-m32 */
+		if (v > (max - d) / 10)
 			return -1;
+		v = v * 10 + d;
 		p++;
 	}
 	*out = v;

@@ -9,6 +9,7 @@
 #define KML_FILTER_H
 
 #include <linux/atomic.h>
+#include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include "../../uapi/linux/kml_filter.h"
@@ -91,15 +92,17 @@ struct kml_filter_sink;
 /**
  * struct kml_filter_log - a namespace's log
  * @sink: where records go (a kml_ring), or NULL; read by the hook under RCU
+ * @ns_lock: the namespace's lock, which attach, detach and gone need held
  * @owner: the netlink socket that attached it, held; changed under @lock
  *	and the namespace's lock, read by the netlink close notifier
  * @lock: for @owner
- * @records: records written
- * @suppressed: records the rules' limits held back
- * @lost: records within the limits that no ring took
+ * @records: packets in records written (a GSO packet: its segments)
+ * @suppressed: packets the rules' limits kept out of the log
+ * @lost: packets within the limits that no ring took
  */
 struct kml_filter_log {
 	struct kml_filter_sink __rcu *sink;
+	struct mutex *ns_lock;	/* the namespace's: changes hold it */
 	struct sock *owner;
 	spinlock_t lock;	/* for @owner, as the notifier reads it */
 	atomic64_t records;
@@ -107,12 +110,14 @@ struct kml_filter_log {
 	atomic64_t lost;
 };
 
-void kml_filter_log_init(struct kml_filter_log *log);
+void kml_filter_log_init(struct kml_filter_log *log, struct mutex *ns_lock);
 void kml_filter_log_rule(struct kml_filter_log *log,
 			 struct kml_filter_logst *st,
 			 const struct kml_filter_rule *r, u32 index,
 			 u64 generation, const struct kml_filter_pkt *p,
-			 u32 verdict, u32 len);
+			 u32 verdict, u64 packets, u64 bytes);
+void kml_filter_log_carry(struct kml_filter_logst *to,
+			  struct kml_filter_logst *from);
 /* the namespace's lock held, for these four */
 int kml_filter_log_attach(struct kml_filter_log *log, int fd, struct sock *sk);
 int kml_filter_log_detach(struct kml_filter_log *log);

@@ -20,6 +20,7 @@
  */
 #include <linux/err.h>
 #include <linux/file.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
@@ -36,18 +37,25 @@ struct kml_filter_sink {
 	int (*write)(struct file *ring, u32 type, const void *data, u32 len);
 };
 
-void kml_filter_log_init(struct kml_filter_log *log)
+void kml_filter_log_init(struct kml_filter_log *log, struct mutex *ns_lock)
 {
 	spin_lock_init(&log->lock);
+	log->ns_lock = ns_lock;
 	RCU_INIT_POINTER(log->sink, NULL);
 }
 
-/* Called for a packet rule @r (at @index) matched; under rcu_read_lock(). */
+/*
+ * Called for a packet rule @r (at @index) matched, under rcu_read_lock().
+ * @packets and @bytes are what the rule counted: a GSO packet is one
+ * record (one token) but its segments are counted, in the record and in
+ * the totals, so that what is written, held back and lost adds up to the
+ * rule's packets.
+ */
 void kml_filter_log_rule(struct kml_filter_log *log,
 			 struct kml_filter_logst *st,
 			 const struct kml_filter_rule *r, u32 index,
 			 u64 generation, const struct kml_filter_pkt *p,
-			 u32 verdict, u32 len)
+			 u32 verdict, u64 packets, u64 bytes)
 {
 	struct kml_filter_log_event ev;
 	struct kml_filter_sink *sink;
@@ -58,15 +66,21 @@ void kml_filter_log_rule(struct kml_filter_log *log,
 	do {
 		if (!kml_filter_log_admit(tat, now, r->log_rate, r->log_burst,
 					  &next)) {
-			atomic64_inc(&st->held);
-			atomic64_inc(&log->suppressed);
+			atomic64_add(packets, &st->held);
+			atomic64_add(packets, &log->suppressed);
 			return;
 		}
 	} while (!atomic64_try_cmpxchg(&st->tat, &tat, next));
 
+	sink = rcu_dereference(log->sink);
+	if (!sink) {
+		atomic64_add(packets, &log->lost);
+		return;
+	}
 	memset(&ev, 0, sizeof(ev));
 	ev.rule = index;
-	ev.len = len;
+	ev.len = min_t(u64, bytes, U32_MAX);
+	ev.packets = min_t(u64, packets, U32_MAX);
 	ev.suppressed = atomic64_xchg(&st->held, 0);
 	ev.generation = generation;
 	ev.family = p->family;
@@ -80,11 +94,31 @@ void kml_filter_log_rule(struct kml_filter_log *log,
 	ev.dport = p->dport;
 	memcpy(ev.src, p->src, sizeof(ev.src));
 	memcpy(ev.dst, p->dst, sizeof(ev.dst));
-	sink = rcu_dereference(log->sink);
-	if (sink && !sink->write(sink->ring, KML_FILTER_REC_LOG, &ev, sizeof(ev)))
-		atomic64_inc(&log->records);
-	else
-		atomic64_inc(&log->lost);
+	if (!sink->write(sink->ring, KML_FILTER_REC_LOG, &ev, sizeof(ev))) {
+		atomic64_add(packets, &log->records);
+		return;
+	}
+	/* what it carried is told by the rule's next record instead */
+	atomic64_add(ev.suppressed, &st->held);
+	atomic64_add(packets, &log->lost);
+}
+
+/*
+ * A rule that stays across an update (its counters are carried over)
+ * keeps its limit: the new set's limiter takes the later of the two
+ * times and what the old one held back. The new set is published, so
+ * the hook may be using @to already: merged, not overwritten. @from is
+ * the old set's, which no packet sees any more.
+ */
+void kml_filter_log_carry(struct kml_filter_logst *to,
+			  struct kml_filter_logst *from)
+{
+	s64 want = atomic64_read(&from->tat);
+	s64 cur = atomic64_read(&to->tat);
+
+	while ((u64)want > (u64)cur && !atomic64_try_cmpxchg(&to->tat, &cur, want))
+		;
+	atomic64_add(atomic64_read(&from->held), &to->held);
 }
 
 static void kml_filter_sink_free(struct kml_filter_sink *sink)
@@ -104,6 +138,7 @@ int kml_filter_log_attach(struct kml_filter_log *log, int fd, struct sock *sk)
 	struct kml_filter_sink *sink;
 	int ret;
 
+	lockdep_assert_held(log->ns_lock);
 	kml_filter_log_gone(log);
 	if (rcu_access_pointer(log->sink))
 		return -EBUSY;
@@ -143,7 +178,8 @@ int kml_filter_log_detach(struct kml_filter_log *log)
 	struct kml_filter_sink *sink;
 	struct sock *owner;
 
-	sink = rcu_replace_pointer(log->sink, NULL, true);
+	sink = rcu_replace_pointer(log->sink, NULL,
+				   lockdep_is_held(log->ns_lock));
 	if (!sink)
 		return -ENOENT;
 	spin_lock(&log->lock);
@@ -160,6 +196,7 @@ int kml_filter_log_detach(struct kml_filter_log *log)
 /* Detach if the socket that attached the ring has been closed. */
 void kml_filter_log_gone(struct kml_filter_log *log)
 {
+	lockdep_assert_held(log->ns_lock);
 	if (rcu_access_pointer(log->sink) && sock_flag(log->owner, SOCK_DEAD))
 		kml_filter_log_detach(log);
 }

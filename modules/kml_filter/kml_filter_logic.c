@@ -404,7 +404,6 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 		enum kml_filter_kind kind = kml_filter_key_of(r);
 		__u32 *head;
 
-		ix->kinds |= 1u << kind;
 		if (!kml_filter_ports_any(r->sport_lo, r->sport_hi) ||
 		    !kml_filter_ports_any(r->dport_lo, r->dport_hi))
 			ix->ports = 1;
@@ -413,13 +412,18 @@ void kml_filter_index_build(struct kml_filter_index *ix,
 		if (r->log_rate)
 			ix->log = 1;
 		if (r->action == KML_FILTER_LOG) {
-			/* decides nothing: on a chain of its own, never found */
+			/*
+			 * Decides nothing: on a chain of its own, never
+			 * found by a lookup, nor making it probe for its key.
+			 */
 			head = &ix->taps;
 		} else if (kind == KML_FK_LINEAR) {
+			ix->kinds |= 1u << kind;
 			head = &ix->linear;
 		} else {
 			__u32 h = kml_filter_rule_hash(ix, r, kind);
 
+			ix->kinds |= 1u << kind;
 			head = &ix->bucket[h & ix->mask];
 		}
 		ix->next[i] = *head;

@@ -404,7 +404,8 @@ static inline void kml_filter_wire(__u32 len, __u16 gso_segs, __u16 gso_size,
 static inline bool kml_filter_log_admit(__u64 tat, __u64 now, __u32 rate,
 					__u16 burst, __u64 *next)
 {
-	__u64 interval = 1000000000ull / rate;
+	/* a 32-bit division: 1 s in ns fits, and 32-bit kernels have no 64-bit one */
+	__u64 interval = 1000000000u / rate;
 
 	if (tat > now + (__u64)(burst - 1) * interval)
 		return false;

@@ -485,8 +485,9 @@ static u32 kml_filter_parse(const struct sk_buff *skb,
 				thoff = at - off;
 		}
 	}
+	/* a log record, like the tracepoint, shows them */
 	if (kml_filter_wants_ports(p) &&
-	    (set->ix.ports || trace_verdict_enabled()))
+	    (set->ix.ports || set->ix.log || trace_verdict_enabled()))
 		kml_filter_set_ports(p, skb_header_pointer(skb, off + thoff,
 							   sizeof(_ports),
 							   _ports));
@@ -538,11 +539,12 @@ static noinline void kml_filter_log(struct net *net,
 		local64_add(bytes, &c->bytes);
 		put_cpu();
 		kml_filter_log_rule(log, &set->logst[i], &set->rules[i], i,
-				    set->generation, p, verdict, bytes);
+				    set->generation, p, verdict, packets, bytes);
 	}
 	if (idx < set->nrules && set->rules[idx].log_rate)
 		kml_filter_log_rule(log, &set->logst[idx], &set->rules[idx],
-				    idx, set->generation, p, verdict, bytes);
+				    idx, set->generation, p, verdict, packets,
+				    bytes);
 }
 
 static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
@@ -717,8 +719,11 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 	synchronize_rcu();
 	for (i = 0; i < set->nrules; i++) {
 		from = kml_filter_old_index(carry, at, i);
-		if (from != KML_FILTER_NOMATCH)
-			set->base[i] = kml_filter_sum(old, from);
+		if (from == KML_FILTER_NOMATCH)
+			continue;
+		set->base[i] = kml_filter_sum(old, from);
+		/* a rule kept keeps its log limit, not a fresh burst */
+		kml_filter_log_carry(&set->logst[i], &old->logst[from]);
 	}
 	for (i = 0; i < KML_FILTER_POLICY_SLOTS; i++)
 		set->base[set->nrules + i] = kml_filter_sum(old, old->nrules + i);
@@ -831,6 +836,7 @@ void kml_filter_get_state(struct kml_filter_net *fn,
 	st->info.max_rules = KML_FILTER_MAX_RULES;
 	mutex_lock(&fn->lock);
 	kml_filter_txn_gone(fn);
+	kml_filter_log_gone(&fn->log);
 	set = kml_filter_current(fn);
 	st->info.nrules = set->nrules;
 	st->info.policy = set->policy;
@@ -1523,7 +1529,7 @@ static int __net_init kml_filter_net_init(struct net *net)
 	mutex_init(&fn->lock);
 	spin_lock_init(&fn->txn_lock);
 	INIT_WORK(&fn->reap, kml_filter_txn_reap);
-	kml_filter_log_init(&fn->log);
+	kml_filter_log_init(&fn->log, &fn->lock);
 	fn->net = net;
 	set = kml_filter_set_alloc(0);
 	if (!set)

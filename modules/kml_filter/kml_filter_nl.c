@@ -347,7 +347,7 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 				 st.policy_fwd_packets);
 	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_BYTES,
 				 st.policy_fwd_bytes);
-	err |= nla_put_u32(msg, KML_FILTER_A_LOG_RING, st.log_attached);
+	err |= nla_put_u8(msg, KML_FILTER_A_LOG_ATTACHED, st.log_attached);
 	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_RECORDS, st.log_records);
 	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_SUPPRESSED,
 				 st.log_suppressed);
@@ -659,6 +659,11 @@ static int kml_filter_nl_log_attach(struct sk_buff *skb, struct genl_info *info)
 	if (ret == -EINVAL)
 		kml_filter_nl_refuse(info->extack, info->attrs[KML_FILTER_A_LOG_RING],
 				     "not a kml_ring descriptor");
+	else if (ret == -EBADF)
+		kml_filter_nl_refuse(info->extack, info->attrs[KML_FILTER_A_LOG_RING],
+				     "no such descriptor in the sender");
+	else if (ret == -ENODEV)
+		kml_filter_nl_refuse(info->extack, NULL, "kml_ring is not loaded");
 	else if (ret == -EBUSY)
 		kml_filter_nl_refuse(info->extack, NULL,
 				     "a ring is attached already");

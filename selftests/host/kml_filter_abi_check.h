@@ -34,6 +34,7 @@ KML_FILTER_AT(kml_filter_log_event, generation, 16);
 KML_FILTER_AT(kml_filter_log_event, sport, 24);
 KML_FILTER_AT(kml_filter_log_event, family, 28);
 KML_FILTER_AT(kml_filter_log_event, has_ports, 34);
+KML_FILTER_AT(kml_filter_log_event, packets, 36);
 KML_FILTER_AT(kml_filter_log_event, src, 40);
 KML_FILTER_AT(kml_filter_log_event, dst, 56);
 

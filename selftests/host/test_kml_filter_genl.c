@@ -572,7 +572,7 @@ static int info_reply(uint8_t *buf, size_t cap, uint32_t abi, bool with_policy)
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_MEM_BYTES, 1234, KML_FILTER_A_PAD);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_MEM_LIMIT, 64 << 20, KML_FILTER_A_PAD);
 	/* ABI 4's log, always there */
-	kml_nl_put_u32(&m, KML_FILTER_A_LOG_RING, 1);
+	kml_nl_put_u8(&m, KML_FILTER_A_LOG_ATTACHED, 1);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_RECORDS, 77, KML_FILTER_A_PAD);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_SUPPRESSED, 8, KML_FILTER_A_PAD);
 	kml_nl_put_u64_pad(&m, KML_FILTER_A_LOG_LOST, 1ull << 40, KML_FILTER_A_PAD);
@@ -596,7 +596,7 @@ TEST(info_reply_parsed)
 	ASSERT_EQ(500, info.policy_bytes);
 	ASSERT_EQ(1234, info.mem_bytes);
 	ASSERT_EQ(64 << 20, info.mem_limit);
-	ASSERT_EQ(1, info.log_ring);
+	ASSERT_EQ(1, info.log_attached);
 	ASSERT_EQ(77, info.log_records);
 	ASSERT_EQ(8, info.log_suppressed);
 	ASSERT_EQ(1ull << 40, info.log_lost);
@@ -615,7 +615,7 @@ TEST(info_reply_parsed)
 /* Each of the log's four, missing or of the wrong size: malformed. */
 TEST(info_reply_needs_the_log)
 {
-	static const int log_attrs[] = { KML_FILTER_A_LOG_RING, KML_FILTER_A_LOG_RECORDS,
+	static const int log_attrs[] = { KML_FILTER_A_LOG_ATTACHED, KML_FILTER_A_LOG_RECORDS,
 					 KML_FILTER_A_LOG_SUPPRESSED, KML_FILTER_A_LOG_LOST };
 	_Alignas(8) uint8_t buf[512];
 	struct kml_filter_genl_info info;

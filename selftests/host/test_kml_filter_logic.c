@@ -1219,6 +1219,8 @@ TEST(parse_log_errors)
 		{ "drop log rate /s", "bad log rate '/s': give records per second, 1..1000000, as N or N/s" },
 		{ "drop log rate -1", "bad log rate '-1': give records per second, 1..1000000, as N or N/s" },
 		{ "drop log rate 4294967296", "bad log rate '4294967296': give records per second, 1..1000000, as N or N/s" },
+		/* past 2^32 by less than its tenth: wraps a 32-bit long unless checked first */
+		{ "drop log rate 4294967306", "bad log rate '4294967306': give records per second, 1..1000000, as N or N/s" },
 		{ "drop log rate 1000001", "log rate above 1000000/s" },
 		{ "drop log rate 4294967295/s", "log rate above 1000000/s" },
 		{ "drop log burst 0", "a log burst of at least 1 is needed" },

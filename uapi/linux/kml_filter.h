@@ -399,13 +399,16 @@ enum kml_filter_cmd {
  * @KML_FILTER_A_POLICY_FWD_PACKETS: u64, forwarded packets the forward
  *	policy decided (output)
  * @KML_FILTER_A_POLICY_FWD_BYTES: u64, their bytes (output)
- * @KML_FILTER_A_LOG_RING: u32, a descriptor of the sender's (LOG_ATTACH);
- *	in GET_INFO's reply: 1 if a ring is attached, else 0
- * @KML_FILTER_A_LOG_RECORDS: u64, log records written (output)
- * @KML_FILTER_A_LOG_SUPPRESSED: u64, records the rules' limits held back
- *	(output)
- * @KML_FILTER_A_LOG_LOST: u64, records within the limits that no ring
- *	took: none attached, or full (output)
+ * @KML_FILTER_A_LOG_RING: u32, a descriptor of the sender's (LOG_ATTACH)
+ * @KML_FILTER_A_LOG_RECORDS: u64, packets in the log records written
+ *	(output). Like the rules' counters, a GSO packet counts as its
+ *	segments (its one record says how many), so that the three counts
+ *	add up to the packets the logging rules matched.
+ * @KML_FILTER_A_LOG_SUPPRESSED: u64, packets the rules' limits kept out
+ *	of the log (output)
+ * @KML_FILTER_A_LOG_LOST: u64, packets within the limits that no ring
+ *	took: none attached, or it was full or unsized (output)
+ * @KML_FILTER_A_LOG_ATTACHED: u8, 1 if a ring is attached, else 0 (output)
  * @__KML_FILTER_A_MAX: one past the last attribute
  */
 enum kml_filter_attr {
@@ -434,6 +437,7 @@ enum kml_filter_attr {
 	KML_FILTER_A_LOG_RECORDS,
 	KML_FILTER_A_LOG_SUPPRESSED,
 	KML_FILTER_A_LOG_LOST,
+	KML_FILTER_A_LOG_ATTACHED,
 	__KML_FILTER_A_MAX
 };
 
@@ -510,6 +514,8 @@ enum kml_filter_rule_attr {
  * @ct_state: its %KML_FILTER_CT_* bit, 0 if no rule looks at it
  * @has_ports: @sport and @dport are valid
  * @pad: zero
+ * @packets: the packets it stands for: 1, or a GSO packet's segments,
+ *	counted as the rule counts them
  * @src: source address, IPv4 in the first 4 bytes
  * @dst: destination address
  */
@@ -527,7 +533,8 @@ struct kml_filter_log_event {
 	__u8 action;
 	__u8 ct_state;
 	__u8 has_ports;
-	__u8 pad[5];
+	__u8 pad;
+	__u32 packets;
 	__u8 src[16];
 	__u8 dst[16];
 };
