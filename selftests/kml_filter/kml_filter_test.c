@@ -5552,7 +5552,7 @@ static void log_read(int ring, struct logread *lr)
 			const struct kml_ring_rec *rec = (const void *)(buf + off);
 			const struct kml_filter_log_event *ev = (const void *)(rec + 1);
 
-			if (rec->size < sizeof(*rec) || off + rec->size > n)
+			if (rec->size < sizeof(*rec) || (size_t)off + rec->size > (size_t)n)
 				break;
 			off += rec->size;
 			if (rec->type == KML_RING_REC_PAD)
