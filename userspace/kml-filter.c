@@ -629,7 +629,7 @@ static void on_stop_signal(int sig)
 
 /*
  * No SA_RESTART: a signal must end the poll() of the ring at once. The
- * netlink requests retry EINTR themselves, so the detach still goes out.
+ * ring is detached by closing the socket, which no signal can stop.
  */
 static void catch_stop_signals(void)
 {
