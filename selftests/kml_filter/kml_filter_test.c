@@ -12,7 +12,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/ethtool.h>
+#include <linux/ptrace.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/icmp6.h>
@@ -3140,6 +3142,53 @@ TEST_F_TIMEOUT(mem, update_needs_room_for_two, 120)
 	EXPECT_EQ(KML_FILTER_DROP, i.policy);
 }
 
+/*
+ * The client's load reserves the new set's room at REPLACE_BEGIN, so a
+ * file that does not fit is refused before any rule is sent: one line
+ * naming the limit, exit 1, the set as it was. Room for both sets, and
+ * the same file loads.
+ */
+TEST_F_TIMEOUT(mem, client_load_refused_for_room, 120)
+{
+	const __u32 n = 200;
+	const char *file = "/run/kml_filter_no_room";
+	char cmd[4096], out[4096], text[200];
+	struct kml_filter_info i;
+	FILE *f;
+	__u32 k;
+
+	ASSERT_EQ(0, replace(self->fd, self->rules, 3, KML_FILTER_ACCEPT));
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy drop\n", f);
+	for (k = 0; k < n; k++) {
+		ASSERT_LT(0, kml_filter_format_rule(&self->rules[k], text, sizeof(text)));
+		fprintf(f, "%s\n", text);
+	}
+	ASSERT_EQ(0, fclose(f));
+	/* room for the new set alone, or one byte short of both: refused */
+	ASSERT_EQ(0, set_net_mem_max(set_bytes(self, n)));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("kml-filter: load: the kernel refused the request: "
+		     "no room: the set would pass net_mem_max or the rule limit\n", out);
+	ASSERT_EQ(0, set_net_mem_max(set_bytes(self, 3) + set_bytes(self, n) - 1));
+	EXPECT_EQ(1, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_NE(NULL, strstr(out, "net_mem_max")) TH_LOG("%s", out);
+	i = info_of(self->fd);
+	EXPECT_EQ(3, i.nrules);
+	EXPECT_EQ(1, i.generation);
+	EXPECT_EQ(KML_FILTER_ACCEPT, i.policy);
+	/* the refused BEGIN left no replace open and no room held */
+	ASSERT_EQ(0, set_net_mem_max(set_bytes(self, 3) + set_bytes(self, n)));
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 200 rules, policy drop\n", out);
+	i = info_of(self->fd);
+	EXPECT_EQ(n, i.nrules);
+	EXPECT_EQ(2, i.generation);
+	EXPECT_EQ(KML_FILTER_DROP, i.policy);
+	unlink(file);
+}
+
 /* ---- the generic netlink family ---- */
 
 FIXTURE(nl) {
@@ -5331,6 +5380,145 @@ TEST_F(nl, client_load_names_the_line)
 	EXPECT_STREQ("loaded 1 rules\n", out);
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
 	EXPECT_STREQ("policy accept\naccept udp\n", out);
+	unlink(file);
+}
+
+/*
+ * kml-filter load, run under ptrace: the test stops it at each of its
+ * REPLACE_COMMIT requests, just before the request is sent, and for the
+ * first @changes of them adds a rule through @fd, so that the commit
+ * finds the set changed since its BEGIN. A change that races with the
+ * client, made at the one moment that matters, every time. The client's
+ * output in @out, its exit status, and the commits it sent in @commits.
+ * -1 if it could not be run so.
+ */
+static int load_with_changes(int fd, uint16_t fam, const char *file, int changes,
+			     int *commits, char *out, size_t len)
+{
+	const char *bin = getenv("KMODLAB_BIN");
+	char path[4096], mem[64];
+	int p[2], st, memfd = -1, sig = 0, made = 0;
+	size_t at = 0;
+	ssize_t n;
+	pid_t pid;
+
+	*commits = 0;
+	snprintf(path, sizeof(path), "%s/kml-filter", bin ? bin : ".");
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		if (syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0))
+			_exit(126);
+		raise(SIGSTOP);
+		execl(path, "kml-filter", "load", file, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st) ||
+	    syscall(SYS_ptrace, PTRACE_SETOPTIONS, pid, 0,
+		    PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL))
+		goto fail;
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", pid);
+	for (;;) {
+		struct ptrace_syscall_info si;
+		struct {
+			struct nlmsghdr n;
+			__u8 cmd;
+		} h;
+
+		if (syscall(SYS_ptrace, PTRACE_SYSCALL, pid, 0, sig) ||
+		    waitpid(pid, &st, 0) != pid)
+			goto fail;
+		sig = 0;
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			break;
+		if (WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+			/* the exec's SIGTRAP is ours; any other signal is the client's */
+			sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+			continue;
+		}
+		if (syscall(SYS_ptrace, PTRACE_GET_SYSCALL_INFO, pid, sizeof(si), &si) <= 0)
+			goto fail;
+		/* the client is a 64-bit program: sendto(fd, buf, len, ...) */
+		if (si.op != PTRACE_SYSCALL_INFO_ENTRY || si.arch != AUDIT_ARCH_X86_64 ||
+		    si.entry.nr != 44 || si.entry.args[2] < sizeof(h))
+			continue;
+		if (memfd < 0)
+			memfd = open(mem, O_RDONLY | O_CLOEXEC);
+		if (memfd < 0 ||
+		    pread64(memfd, &h, sizeof(h), (off64_t)si.entry.args[1]) != (ssize_t)sizeof(h))
+			goto fail;
+		if (h.n.nlmsg_type != fam || h.cmd != KML_FILTER_CMD_REPLACE_COMMIT)
+			continue;
+		++*commits;
+		if (made < changes) {
+			if (add_rule(fd, "drop in tcp dport 7"))
+				goto fail;
+			made++;
+		}
+	}
+	if (memfd >= 0)
+		close(memfd);
+	while (at < len - 1 && (n = read(p[0], out + at, len - 1 - at)) > 0)
+		at += (size_t)n;
+	out[at] = '\0';
+	close(p[0]);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+fail:
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (memfd >= 0)
+		close(memfd);
+	close(p[0]);
+	return -1;
+}
+
+/*
+ * Someone else's change between the client's BEGIN and COMMIT: the
+ * commit is refused with EAGAIN and the client loads the file once more
+ * from the start, and the file's set wins. Changed again on the second
+ * try, it gives up with one line, and the set is what the other writer
+ * made it: nothing of the file.
+ */
+TEST_F_TIMEOUT(nl, client_load_tries_again_after_a_change, 120)
+{
+	const char *file = "/run/kml_filter_raced";
+	char cmd[4096], out[4096];
+	int commits;
+	FILE *f;
+
+#if !defined(__x86_64__) && !defined(__i386__)
+	SKIP(return, "the test reads an x86-64 client's system calls");
+#endif
+	ASSERT_EQ(0, add_rule(self->fd, "accept in udp dport 53"));
+	f = fopen(file, "w");
+	ASSERT_NE(NULL, f);
+	fputs("policy drop\naccept in tcp dport 22\naccept out\n", f);
+	ASSERT_EQ(0, fclose(f));
+
+	/* one change: the second try goes through */
+	EXPECT_EQ(0, load_with_changes(self->fd, self->fam, file, 1, &commits, out, sizeof(out)));
+	EXPECT_STREQ("loaded 2 rules, policy drop\n", out);
+	EXPECT_EQ(2, commits);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy drop\naccept in tcp dport 22\naccept out\n", out);
+
+	/* a change before each: nothing of the file, the other writer's two rules */
+	EXPECT_EQ(1, load_with_changes(self->fd, self->fam, file, 2, &commits, out, sizeof(out)));
+	EXPECT_STREQ("kml-filter: load: the rules changed while the file was being loaded, twice; "
+		     "nothing changed (try again)\n", out);
+	EXPECT_EQ(2, commits);
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
+	EXPECT_STREQ("policy drop\naccept in tcp dport 22\naccept out\n"
+		     "drop in tcp dport 7\ndrop in tcp dport 7\n", out);
+	/* and no replace was left open: the file loads */
+	EXPECT_EQ(0, KML_CLIENT("kml-filter", "load %s", file));
+	EXPECT_STREQ("loaded 2 rules, policy drop\n", out);
 	unlink(file);
 }
 
