@@ -61,7 +61,8 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install install-userspace deb dkms-install check-all check-stock check-loaded \
+	bench bench-build install install-userspace deb dkms-install check-all check-full readme-matrix \
+	check-stock check-loaded \
 	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
@@ -82,8 +83,10 @@ all: modules userspace selftests hosttests
 help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
-	@echo 'make check-all  what CI runs: make check, the 6.1 and debug guests, the stock kernels'
-	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12)'
+	@echo 'make check-all  what CI runs: every kernel of the README'"'"'s matrix, with a table of parts and seconds'
+	@echo 'make check-full check-all plus what does not fit CI (6.1, per-test coverage, Debian 12'"'"'s 6.12)'
+	@echo 'make readme-matrix  the README'"'"'s kernel matrix from the last check-all/check-full'
+	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12|deb13|deb13-bpo)'
 	@echo 'make check-loaded make check while stress-ng keeps every host CPU busy'
 	@echo 'make check COVERAGE=per-test  coverage captured after each test, not each program'
 	@echo 'make coverage FROM=F  lcov report from counters kml-gcov-collect gathered (any kernel)'
@@ -92,7 +95,7 @@ help:
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x'
-	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1, PROFILE=default|debug|kcsan)'
+	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1|7.3, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
 	@echo '                completion, for the running kernel (DESTDIR=, PREFIX=, KDIR=)'
@@ -385,9 +388,17 @@ bench-build: $(BUILD)/bench/kml_sensor_bench $(BUILD)/bench/kml_probe_bench \
 check:
 	$(TOP)/scripts/check.sh
 
-# What CI runs: `make check` on 6.12, then on 6.1, one summed last line.
+# What CI runs: every kernel in the README's matrix, in two lanes, one
+# summed last line; check-full adds what does not fit CI's budget.
 check-all:
 	$(TOP)/scripts/check-all.sh
+
+check-full:
+	$(TOP)/scripts/check-all.sh full
+
+# The README's kernel matrix, from the last check-all or check-full
+readme-matrix:
+	$(TOP)/scripts/readme-matrix.sh
 
 # make check with every host CPU kept busy: verdicts must not depend on speed.
 # The coverage report from counters gathered by scripts/kml-gcov-collect on
@@ -401,7 +412,7 @@ coverage:
 check-loaded:
 	$(TOP)/scripts/check-loaded.sh
 
-# The selftests on Debian's own cloud kernel (STOCK=6.1|6.12), no gcov.
+# The selftests on Debian's own cloud kernel (STOCK=6.1|6.12|deb13|deb13-bpo), no gcov.
 check-stock:
 	$(TOP)/scripts/stock.sh
 

@@ -1,51 +1,149 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# `make check-all` (what CI runs): the whole `make check` on the 6.12 test
-# kernel; then only the kernel-dependent parts (guest selftests, coverage)
-# on the 6.1 test kernel and on the 6.12 debug kernel (KASAN, lockdep,
-# kmemleak, UBSAN, atomic-sleep: any splat fails the run); then the guest
-# selftests on Debian's own cloud kernels, 6.1 and 6.12 (`make
-# check-stock`). Each test kernel is built once and cached. Prints each
-# run in full, then one line adding them up: "N passed, N failed, N skipped".
-# The 6.12 run captures coverage per test (COVERAGE=per-test), so CI
-# checks that mode too; everywhere else it is per program.
+# `make check-all` (what CI runs) and `make check-full` (check-all plus
+# what does not fit CI's time budget; run it before resolving an issue).
+#
+# Each kernel gets what only it can show; the kernel-independent parts
+# (static checks, host tests, fuzzing, the VM runner's tests, the labs,
+# valgrind, 32-bit) run once, on 6.12. The parts run in two lanes side by
+# side: a TCG guest leaves a core idle whenever it waits (sleeps in the
+# tests, one-thread guests, boots), and so do the one-threaded host steps
+# (fuzzing, lcov), so two lanes finish well before one would (see README,
+# "Measured"). Kernels a later part needs build in the background, niced.
+#
+#   scripts/check-all.sh [full]
+#
+# Prints each part's whole output as it ends, then a table of the parts
+# (kernel, what ran, result, seconds), then one line adding them up:
+# "N passed, N failed, N skipped". The table also goes to
+# build/check-all/matrix.md, from which `make readme-matrix` writes the
+# README's kernel matrix. KMODLAB_LANES=1 runs the parts one after another.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-pass=0 fail=0 skip=0 rc=0
-runs=(
-	"make check KVER=6.12 COVERAGE=per-test|env KVER=6.12 PROFILE=default COVERAGE=per-test $here/check.sh"
-	"make check KVER=6.1 (guest)|env KVER=6.1 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage,labs $here/check.sh"
-	"make check PROFILE=debug (guest)|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=3000 $here/check.sh"
-	"make check-stock STOCK=6.1|env STOCK=6.1 $here/stock.sh"
-	"make check-stock STOCK=6.12|env STOCK=6.12 $here/stock.sh"
+mode=${1:-ci}
+out=build/check-all
+lanes=${KMODLAB_LANES:-2}
+
+# id|kernel|how it is built|what runs|command
+parts=(
+	"6.12|6.12 (Debian's linux-source-6.12)|test kernel, gcov|host checks, runner, selftests, 32-bit, valgrind, coverage, labs|env KVER=6.12 PROFILE=default $here/check.sh"
+	"7.3|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage|env KVER=7.3 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
+	"debug|6.12 debug (KASAN, lockdep, kmemleak, UBSAN)|test kernel|selftests, any splat fails|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=3000 $here/check.sh"
+	"stock-6.1|Debian 12 cloud 6.1|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.1 $here/stock.sh"
+	"stock-deb13|Debian 13 cloud 6.12|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13 $here/stock.sh"
+	"stock-deb13-bpo|Debian 13 backports cloud 7.x|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13-bpo $here/stock.sh"
 )
-mkdir -p build
-# The 6.1 and debug kernels build in the background (niced) while the
-# first run's tests leave the CPUs idle between guests; each later run
-# waits for its kernel in kernel.sh. With a warm cache this does nothing.
-(
-	KVER=6.1 PROFILE=default nice -n 19 "$here/kernel.sh" build
-	KVER=6.12 PROFILE=debug nice -n 19 "$here/kernel.sh" build
-) > build/check-all-kernels.log 2>&1 &
-for run in "${runs[@]}"; do
-	name=${run%%|*}
-	echo "##### $name"
-	log=$(mktemp)
-	${run#*|} 2>&1 | tee "$log"
-	((PIPESTATUS[0] == 0)) || rc=1
-	line=$(tail -n 1 "$log")
-	rm -f "$log"
-	if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
-		pass=$((pass + BASH_REMATCH[1]))
-		fail=$((fail + BASH_REMATCH[2]))
-		skip=$((skip + BASH_REMATCH[3]))
-	else
-		echo "FAIL: $name ended without a summary line"
-		fail=$((fail + 1))
-		rc=1
-	fi
+full_parts=(
+	"6.1|6.1 (Debian's linux-source-6.1)|test kernel, gcov|selftests, coverage, labs|env KVER=6.1 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage,labs $here/check.sh"
+	"7.3-per-test|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage captured per test|env KVER=7.3 PROFILE=default COVERAGE=per-test KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
+	"stock-6.12|Debian 12 cloud 6.12|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.12 $here/stock.sh"
+)
+# Which lane runs which parts, in order. Lane 1 holds the long 6.12 run;
+# lane 2 the other kernels, the debug guest (the longest guest) first.
+lane1=(6.12 stock-6.1 stock-deb13)
+lane2=(debug 7.3 stock-deb13-bpo)
+# kernels built in the background (the first part of each lane builds its
+# own), in the order the lanes need them
+bg_kernels=("7.3 default")
+case $mode in
+ci) ;;
+full)	parts+=("${full_parts[@]}")
+	lane1+=(6.1 stock-6.12)
+	lane2+=(7.3-per-test)
+	bg_kernels+=("6.1 default") ;;
+*)	echo "usage: $0 [full]" >&2; exit 2 ;;
+esac
+if ((lanes == 1)); then
+	lane1+=("${lane2[@]}")
+	lane2=()
+fi
+
+declare -A kernel how what cmd
+for p in "${parts[@]}"; do
+	IFS='|' read -r id k h w c <<< "$p"
+	kernel[$id]=$k how[$id]=$h what[$id]=$w cmd[$id]=$c
 done
+
+# KMODLAB_CHECK_ALL_PLAN=1: print the plan and stop (the host tests read it)
+if [[ ${KMODLAB_CHECK_ALL_PLAN:-} == 1 ]]; then
+	echo "lane1: ${lane1[*]}"
+	echo "lane2: ${lane2[*]}"
+	for id in "${lane1[@]}" "${lane2[@]}"; do
+		[[ -n ${cmd[$id]:-} ]] || { echo "check-all: no part '$id'" >&2; exit 1; }
+		echo "part: $id|${kernel[$id]}|${cmd[$id]}"
+	done
+	exit 0
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+t_all=$SECONDS
+# Packages and the 6.12 tree first, alone: both lanes need them, and two
+# apt-gets at once would only wait for each other.
+"$here/deps.sh" host kernel vm check trace stock deb >&2 || exit 1
+KVER=7.3 "$here/deps.sh" kernel >&2 || exit 1
+# What does not depend on the kernel is built once, before the lanes, so
+# two lanes never write the same file (a part's own make finds it done).
+KVER=6.12 "$here/kernel.sh" unpack
+make -s userspace selftests selftests32 hosttests fuzz > "$out/prebuild.log" 2>&1 ||
+	echo "check-all: the kernel-independent build failed; the parts say why" >&2
+(
+	for kv in "${bg_kernels[@]}"; do
+		KVER=${kv% *} PROFILE=${kv#* } nice -n 19 "$here/kernel.sh" build
+	done
+) > "$out/kernels.log" 2>&1 &
+bg=$!
+
+# Runs one part: its output to $out/ID.log, printed whole when it ends
+# (under a lock, so two lanes never interleave), its counts to $out/ID.res.
+run_part() {
+	local id=$1 t0=$SECONDS rc line p=0 f=0 s=0
+	bash -c "${cmd[$id]}" > "$out/$id.log" 2>&1 < /dev/null
+	rc=$?
+	line=$(tail -n 1 "$out/$id.log")
+	if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+		p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
+		((rc == 0 || f > 0)) || f=1
+	else
+		f=1
+		echo "FAIL: $id ended without a summary line" >> "$out/$id.log"
+	fi
+	echo "$p $f $s $((SECONDS - t0))" > "$out/$id.res"
+	(
+		flock 9
+		echo "##### ${kernel[$id]}: ${what[$id]} ($((SECONDS - t0)) s)"
+		cat "$out/$id.log"
+	) 9> "$out/.print.lock"
+}
+run_lane() {
+	local id
+	for id in "$@"; do run_part "$id"; done
+}
+
+run_lane "${lane1[@]}" &
+l1=$!
+run_lane "${lane2[@]}"
+wait "$l1"
+wait "$bg"
+
+pass=0 fail=0 skip=0
+{
+	echo "| kernel | built as | what ran | result | seconds |"
+	echo "|---|---|---|---|---|"
+	for id in "${lane1[@]}" "${lane2[@]}"; do
+		read -r p f s secs < "$out/$id.res" 2>/dev/null || { p=0 f=1 s=0 secs=0; }
+		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+		echo "| ${kernel[$id]} | ${how[$id]} | ${what[$id]} | $p passed, $f failed, $s skipped | $secs |"
+	done
+} > "$out/matrix.md"
+{
+	echo
+	echo "make check-$([[ $mode == full ]] && echo full || echo all), $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo none): $((SECONDS - t_all)) s in all, $lanes lanes"
+} >> "$out/matrix.md"
+echo
+echo "##### parts (background kernel builds: $out/kernels.log)"
+cat "$out/matrix.md"
 echo
 echo "$pass passed, $fail failed, $skip skipped"
-exit $rc
+exit $((fail ? 1 : 0))

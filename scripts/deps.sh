@@ -46,6 +46,33 @@ export DEBIAN_FRONTEND=noninteractive
 # Another apt/dpkg (unattended upgrades, or make check-all's background
 # kernel builds installing their source) may hold the lock: wait for it.
 apt=(apt-get -o DPkg::Lock::Timeout=1200)
+# A kernel source Debian 12 does not have (linux-source-7.3 is in Debian
+# 13's backports): that one package is downloaded from Debian 13 and
+# installed alone. It needs only binutils and xz-utils, so
+# nothing else on the host changes, and the host's apt sources stay
+# Debian 12's (a pinned trixie entry would offer Debian 13 upgrades to
+# every `apt-get upgrade` that ignores the pin's intent).
+candidate() { apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v none; }
+updated=0
+for i in "${!missing[@]}"; do
+	p=${missing[i]}
+	[[ $p == linux-source-* ]] || continue
+	[[ -n $(candidate "$p") ]] && continue
+	# a fresh machine's lists may be empty: ask Debian 12 first
+	((updated)) || { "${apt[@]}" update >&2; updated=1; }
+	[[ -n $(candidate "$p") ]] && continue
+	here=$(cd "$(dirname "$0")" && pwd)
+	dl=$(mktemp -d)
+	chmod 755 "$dl"
+	# apt-get on the file (not dpkg -i): it waits for the lock, and takes
+	# the package's dependencies from Debian 12
+	(cd "$dl" && "$here/apt-trixie.sh" apt-get -q download "$p" >&2) &&
+		"${apt[@]}" install -y --no-install-recommends "$dl"/*.deb >&2 ||
+		{ rm -rf "$dl"; echo "deps.sh: cannot fetch $p from Debian 13" >&2; exit 1; }
+	rm -rf "$dl"
+	unset 'missing[i]'
+done
+((${#missing[@]})) || exit 0
 if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2; then
 	"${apt[@]}" update >&2
 	"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2

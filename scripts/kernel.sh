@@ -5,11 +5,13 @@
 #   scripts/kernel.sh build   build it unless the cached build is current
 #   scripts/kernel.sh kdir    print the build directory (KDIR for modules)
 #   scripts/kernel.sh src     print the unpacked source tree
+#   scripts/kernel.sh fragment  print the Kconfig fragment as it applies to KVER
 #   scripts/kernel.sh unpack  unpack the source only (for kselftest_harness.h)
 #   scripts/kernel.sh export F   the built tree as an archive, for a classroom
 #   scripts/kernel.sh import F   use an exported tree instead of building
 #
-# KVER (6.12, 6.1) picks Debian's linux-source-$KVER; PROFILE (default,
+# KVER (6.12, 6.1, 7.3) picks Debian's linux-source-$KVER (7.3 comes from
+# Debian 13's backports, see deps.sh); PROFILE (default,
 # debug) picks the fragments. The build lives in the cache, keyed by the
 # source package version and the fragments' contents, so editing a
 # fragment or upgrading the package gives a new build and nothing else does.
@@ -33,8 +35,28 @@ pkgver() {
 	dpkg-query -W -f='${Version}' "linux-source-$KVER" 2>/dev/null || echo none
 }
 
+# The fragments as they apply to KVER. This is the one place where Kconfig
+# differs by kernel version: a line "# kver < 7.0" (or <=, >, >=, ==)
+# applies to the option line right after it, which is left out on other
+# kernels. Written for options that appear or vanish across versions
+# (CONFIG_PROC_SYSCTL is gone in 7.x: sysctl comes with /proc there).
+fragment() {
+	awk -v kver="$KVER" '
+		function num(v,  a) { split(v, a, "."); return a[1] * 1000 + a[2] }
+		/^# kver (<|<=|>|>=|==) [0-9]+\.[0-9]+$/ {
+			k = num(kver); v = num($4)
+			keep = ($3 == "<" && k < v) || ($3 == "<=" && k <= v) ||
+			       ($3 == ">" && k > v) || ($3 == ">=" && k >= v) ||
+			       ($3 == "==" && k == v)
+			guard = 1; next
+		}
+		/^# kver/ { print "kernel.sh: bad guard: " $0 > "/dev/stderr"; exit 1 }
+		guard && /^CONFIG_/ { guard = 0; if (!keep) next }
+		{ print }' "${frags[@]}"
+}
+
 key() {
-	{ pkgver; cat "${frags[@]}"; } | sha256sum | cut -c1-12
+	{ pkgver; fragment; } | sha256sum | cut -c1-12
 }
 
 srcdir="$cache/src/linux-source-$KVER"
@@ -50,19 +72,27 @@ unpack() {
 	touch "$stamp"
 }
 
-# One build or unpack of a KVER at a time: `make check-all` builds the
-# next kernels in the background while the first one's tests run, and a
-# run that needs a kernel being built waits here, then finds it built.
+# `make check-all` builds kernels side by side and in the background
+# while tests run; a run that needs a kernel being built waits here, then
+# finds it built. The source tree of a KVER is shared by its profiles'
+# builds (a shared lock) and unpacked under an exclusive one; each
+# KVER-PROFILE builds one at a time.
 lock() {
 	mkdir -p "$cache"
 	exec {lockfd}> "$cache/.kernel-$KVER.lock"
-	flock "$lockfd"
+	flock -s "$lockfd"
+	if [[ ! -e $srcdir/.kmodlab-unpacked-$(pkgver) ]]; then
+		flock -x "$lockfd"
+		unpack
+		flock -s "$lockfd"
+	fi
 }
 
 build() {
 	"$here/deps.sh" kernel
 	lock
-	unpack
+	exec {buildfd}> "$cache/.kernel-$KVER-$PROFILE.lock"
+	flock -x "$buildfd"
 	local out
 	out=$(kdir)
 	if [[ -e $out/.kmodlab-built ]]; then
@@ -74,8 +104,9 @@ build() {
 	rm -rf "$out"
 	mkdir -p "$out"
 	make -s -C "$srcdir" O="$out" tinyconfig
+	fragment > "$out/kmodlab.fragment"
 	"$srcdir/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
-		"${frags[@]}" >/dev/null
+		"$out/kmodlab.fragment" >/dev/null
 	make -s -C "$srcdir" O="$out" olddefconfig
 	# A dependency Kconfig could not satisfy silently drops an option:
 	# refuse to build a kernel that lacks something the suite relies on.
@@ -85,7 +116,7 @@ build() {
 	while IFS= read -r line; do
 		[[ $line =~ ^(CONFIG_[A-Z0-9_]+)=(.*)$ ]] || continue
 		want[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
-	done < <(cat "${frags[@]}")
+	done < "$out/kmodlab.fragment"
 	for opt in "${!want[@]}"; do
 		val=${want[$opt]}
 		if [[ $val == n ]]; then
@@ -121,7 +152,7 @@ export_kernel() { # $1 = archive to write (.tar.gz)
 import_kernel() { # $1 = archive from export_kernel
 	local name out
 	"$here/deps.sh" kernel
-	unpack
+	lock
 	name=$(tar -tzf "$1" | awk -F/ 'NR == 1 { print $1 }')	# reads it all: no SIGPIPE
 	if [[ $name != "$(basename "$(kdir)")" ]]; then
 		echo "kernel.sh: $1 holds $name, but this machine needs $(basename "$(kdir)")" >&2
@@ -141,8 +172,9 @@ case ${1:-} in
 build)	build ;;
 export)	export_kernel "${2:?usage: kernel.sh export FILE.tar.gz}" ;;
 import)	import_kernel "${2:?usage: kernel.sh import FILE.tar.gz}" ;;
-unpack)	"$here/deps.sh" kernel; lock; unpack ;;
+unpack)	"$here/deps.sh" kernel; lock ;;
 kdir)	kdir ;;
+fragment) fragment ;;
 src)	echo "$srcdir" ;;
-*)	echo "usage: $0 build|unpack|kdir|src|export F|import F" >&2; exit 2 ;;
+*)	echo "usage: $0 build|unpack|kdir|src|fragment|export F|import F" >&2; exit 2 ;;
 esac

@@ -253,7 +253,7 @@ if [[ ${PROFILE:-default} == kcsan && -e $log ]]; then
 fi
 # A kernel-core reaction to an injected allocation failure, not ours: when
 # a module load's trace events cannot get memory for their fields,
-# event_define_fields() WARNs on the -ENOMEM (6.12's trace_events.c), and
+# event_define_fields() WARNs on the -ENOMEM (6.12's and 7.x's trace_events.c), and
 # the events' files then WARN in event_file_put() at rmmod. Only after a
 # selftest armed injection (selftests/kml_fault.h logs the mark; it stays
 # in force for the rest of the boot, which is harmless as both are
@@ -263,21 +263,7 @@ fi
 # without its end, ends the block early and stays in the checked log; a
 # block the log leaves open is itself reported as a splat.
 if [[ -e $log ]] && grep -q 'kmodlab: allocation-failure injection armed' "$log"; then
-	awk -v known="$out/known-kernel-warnings.txt" '
-		/kmodlab: allocation-failure injection armed/ { armed = 1 }
-		armed && !inb && /WARNING: .* at kernel\/trace\/trace_events\.c:[0-9]+ (event_define_fields|event_file_put)\+/ {
-			inb = 1; n = 0; print > known; next
-		}
-		inb && (/BUG:|WARNING:|Oops|KASAN|UBSAN|cut here|Kernel panic|general protection/ || ++n > 150) {
-			inb = 0
-		}
-		inb {
-			print > known
-			if ($0 ~ /---\[ end trace/) inb = 0
-			next
-		}
-		{ print }
-		END { if (inb) print "WARNING: vm-run: a known-warning report has no end marker" }' \
+	awk -v known="$out/known-kernel-warnings.txt" -f "$here/known-warnings.awk" \
 		"$log" > "$out/dmesg-known.txt"
 	n=$(grep -c 'WARNING:' "$out/known-kernel-warnings.txt" 2>/dev/null)
 	((${n:-0})) && echo "vm-run: $n known kernel-core warnings under injected allocation failures (in $out/known-kernel-warnings.txt)" >&2

@@ -1,0 +1,187 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A Debian 13 (trixie) system for scripts/stock.sh's Debian 13 kernels:
+# their linux-headers and linux-kbuild need Debian 13's glibc, so nothing
+# can be built against them on this Debian 12 host itself.
+#
+#   scripts/trixie-root.sh lower ABI
+#       print the overlay lowerdir ("HDR:BASE") of a Debian 13 system with
+#       linux-headers-ABI installed, as its administrator would have it
+#   scripts/trixie-root.sh modules ABI KO_DIR
+#       what a Debian 13 user of that kernel gets: kmodlab-dkms (from
+#       build/deb) installed in a throw-away overlay of that system, so
+#       DKMS builds the modules there; then the test-only modules, which
+#       DKMS never builds, by the Makefile in the same chroot
+#       (KMODLAB_TESTS=1, the repository bind-mounted at its own path).
+#       KO_DIR receives both, uncompressed, in the layout the selftests
+#       load (modules/<dir>/<name>.ko)
+#
+# Cached under ${KMODLAB_CACHE}/stock/trixie-KEY/ (KEY: a hash of the
+# recipe below, so changing it builds a new system):
+#   root/      debootstrap --variant=minbase, then dkms, gcc, make (and
+#              man-db, xz-utils: what scripts/guest/deb-check.sh and DKMS
+#              use); its apt sources include trixie-backports
+#   hdr-ABI/   the changes `apt-get install linux-headers-ABI` made over
+#              root/ (an overlay's upper directory, a layer of its own: one
+#              kernel's headers never make DKMS build for another)
+# Each is built in a temporary directory under a lock and renamed when
+# complete; once there it is never written again, so concurrent runs
+# share them without a lock.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
+pkgs="dkms gcc make man-db xz-utils"
+key=$(echo "trixie minbase $mirror $pkgs" | md5sum | cut -c1-8)
+top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/trixie-$key
+base=$top/root
+
+# Runs the bash code $2 in a chroot of an overlay (lowerdir $1, upper and
+# work directories in $3), in a mount namespace of its own so no mount
+# outlives it; the code calls in_root CMD... Further arguments are $3...
+# in the code. The host's resolv.conf and the repository (at its own
+# path) are visible in the chroot.
+in_overlay() {
+	# shellcheck disable=SC2016
+	unshare -m bash -euo pipefail -c '
+		lower=$1 dir=$2 root=$2/root repo=$3
+		mkdir -p "$dir"/{up,work,root}
+		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/up,workdir=$dir/work" "$root"
+		mount --rbind /dev "$root/dev"
+		mount -t proc proc "$root/proc"
+		mount --rbind /sys "$root/sys"
+		mount -t tmpfs tmpfs "$root/tmp"
+		mount -t tmpfs tmpfs "$root/run"
+		mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
+		mkdir -p "$root$repo"
+		mount --bind "$repo" "$root$repo"
+		in_root() {
+			chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+				HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+		}
+		code=$4
+		shift 3
+		eval "$code"
+	' trixie-root "$1" "$3" "$repo" "$2" "${@:3}"
+}
+
+build_base() {
+	local tmp
+	tmp=$(mktemp -d "$top/.root.XXXXXX")
+	echo "trixie-root.sh: debootstrap of Debian 13 into $top (once)" >&2
+	unshare -m debootstrap --variant=minbase trixie "$tmp" "$mirror/debian" \
+		> "$top/debootstrap.log" 2>&1 ||
+		{ tail -20 "$top/debootstrap.log" >&2; rm -rf "$tmp"; return 1; }
+	cat > "$tmp/etc/apt/sources.list" <<-EOF
+	deb $mirror/debian trixie main
+	deb $mirror/debian trixie-updates main
+	deb $mirror/debian trixie-backports main
+	deb $mirror/debian-security trixie-security main
+	EOF
+	# Without Recommends: dkms's would add linux-headers-amd64, and so a
+	# second kernel for DKMS to build for.
+	# shellcheck disable=SC2016
+	if ! unshare -m bash -euo pipefail -c '
+		mount -t proc proc "$1/proc"
+		mount --bind /etc/resolv.conf "$1/etc/resolv.conf"
+		chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			DEBIAN_FRONTEND=noninteractive sh -ec "apt-get -q update
+			apt-get -qy install --no-install-recommends $2
+			apt-get clean"' base "$tmp" "$pkgs" > "$top/base.log" 2>&1; then
+		tail -20 "$top/base.log" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	mv "$tmp" "$base"
+}
+
+# The headers as the administrator installs them: apt in the chroot, from
+# trixie or, for a backported kernel, trixie-backports (-t: its
+# linux-kbuild and other parts then come from there too). The lists the
+# install read are dropped (whiteouts over root/'s): they are stale soon.
+build_hdr() { # $1 = ABI
+	local tmp
+	tmp=$(mktemp -d "$top/.hdr-$1.XXXXXX")
+	# shellcheck disable=SC2016
+	if ! in_overlay "$base" '
+		in_root apt-get -q update
+		v=$(in_root apt-cache show --no-all-versions "linux-headers-$1" | sed -n "s/^Version: //p")
+		t=()
+		[[ $v == *~bpo* ]] && t=(-t trixie-backports)
+		in_root apt-get -qy install --no-install-recommends "${t[@]}" "linux-headers-$1"
+		in_root apt-get clean
+		rm -rf "$root"/var/lib/apt/lists/*' "$tmp" "$1" > "$top/hdr-$1.log" 2>&1; then
+		tail -20 "$top/hdr-$1.log" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	rm -rf "$tmp/work" "$tmp/root"
+	mv "$tmp/up" "$top/hdr-$1"
+	rmdir "$tmp"
+}
+
+lower() { # $1 = ABI: builds what is missing, prints the lowerdir
+	mkdir -p "$top"
+	exec {lockfd}> "$top/.lock"
+	flock "$lockfd"
+	[[ -d $base ]] || build_base
+	[[ -d $top/hdr-$1 ]] || build_hdr "$1"
+	flock -u "$lockfd"
+	echo "$top/hdr-$1:$base"
+}
+
+# DKMS compresses the modules as the kernel's config says; finit_module()
+# as the selftests call it wants them plain.
+unpack_ko() { # $1 = module file (.ko, .ko.xz, .ko.zst), $2 = destination .ko
+	mkdir -p "${2%/*}"
+	case $1 in
+	*.xz)	xz -dc "$1" > "$2" ;;
+	*.zst)	zstd -qdc "$1" > "$2" ;;
+	*)	cp "$1" "$2" ;;
+	esac
+}
+
+modules() { # $1 = ABI, $2 = KO_DIR
+	local abi=$1 ko=$2 lower dir=$repo/build/stock-dkms-$1 deb rel m f
+	lower=$(lower "$abi")
+	rm -rf "$dir" "$ko"
+	mkdir -p "$dir/debs"
+	# a copy: another lane's `make deb` may empty build/deb meanwhile
+	deb=$(ls "$repo"/build/deb/kmodlab-dkms_*_all.deb)
+	cp "$deb" "$dir/debs/"
+	# shellcheck disable=SC2016
+	in_overlay "$lower" '
+		abi=$2
+		in_root dpkg -i "$1/debs/'"${deb##*/}"'"
+		in_root dkms status kmodlab
+		mkdir -p "$1/dkms"
+		cp -a "$root/lib/modules/$abi/updates/dkms/." "$1/dkms/"
+		# KSRC: the selftests harness, which a module build does not need
+		in_root make -C "$repo" KDIR="/usr/src/linux-headers-$abi" KMODLAB_TESTS=1 \
+			KSRC=/nonexistent modules
+		cat "$root/usr/src/linux-headers-$abi/include/config/kernel.release" > "$1/release"' \
+		"$dir" "$dir" "$abi" || return 1
+	rm -rf "$dir"/{up,work,root}
+	rel=$(< "$dir/release")
+	# DKMS's six, where dkms.conf's BUILT_MODULE_LOCATION has them
+	for f in "$dir"/dkms/kml_*.ko*; do
+		m=${f##*/}
+		m=${m%%.ko*}
+		case $m in
+		kml_probe_target) unpack_ko "$f" "$ko/modules/kml_probe/$m.ko" ;;
+		*) unpack_ko "$f" "$ko/modules/$m/$m.ko" ;;
+		esac
+	done
+	(($(find "$ko/modules" -name '*.ko' | wc -l) == 6)) ||
+		{ echo "trixie-root.sh: DKMS did not install the six modules for $abi" >&2; return 1; }
+	# and the test-only ones, from the Makefile's build
+	for f in "$repo/build/kmod/$rel"/modules/{tests/*,kml_hello/kml_hello}.ko; do
+		unpack_ko "$f" "$ko/${f#"$repo/build/kmod/$rel/"}"
+	done
+}
+
+case ${1:-} in
+lower)	lower "${2:?usage: trixie-root.sh lower ABI}" ;;
+modules) modules "${2:?usage: trixie-root.sh modules ABI KO_DIR}" "${3:?}" ;;
+*)	echo "usage: $0 lower ABI | modules ABI KO_DIR" >&2; exit 2 ;;
+esac

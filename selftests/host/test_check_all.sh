@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Host test of `make check-all`'s plan and of `make readme-matrix`:
+# every kernel the README's matrix promises is in CI's plan, each part in
+# exactly one lane, and the matrix is copied between the README's markers
+# and nowhere else. TAP output; run by `make check`.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+check() { # $1 = name, rest = command that must succeed
+	local name=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then echo "ok $n $name"; else echo "not ok $n $name"; fi
+}
+
+plan() { KMODLAB_CHECK_ALL_PLAN=1 "$repo/scripts/check-all.sh" "$@"; }
+ci=$(plan) full=$(plan full) one=$(KMODLAB_LANES=1 plan)
+ids() { sed -n 's/^lane[12]: //p' <<< "$1" | tr ' ' '\n' | grep . | sort; }
+check "check-all: its plan prints" test -n "$ci"
+for id in 6.12 7.3 debug stock-6.1 stock-deb13 stock-deb13-bpo; do
+	check "check-all (CI) runs part $id" grep -qx "$id" <(ids "$ci")
+done
+check "check-all: no part runs twice" test -z "$(ids "$ci" | uniq -d)"
+check "check-full: no part runs twice" test -z "$(ids "$full" | uniq -d)"
+for id in 6.1 7.3-per-test stock-6.12; do
+	check "check-full adds $id, CI does not" \
+		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
+done
+check "check-all: one lane runs the same parts" test "$(ids "$one")" == "$(ids "$ci")"
+check "check-all: the 6.12 part runs make check whole (host parts once)" \
+	bash -c 'grep "^part: 6.12|" <<< "$1" | grep -vq KMODLAB_CHECK_PARTS' _ "$ci"
+check "check-all: no other part runs the host checks" \
+	bash -c '! grep "^part: " <<< "$1" | grep -v "^part: 6.12|" | grep "check.sh$" |
+		grep -qvE "KMODLAB_CHECK_PARTS=[a-z0-9,]+ " &&
+		! grep "^part: " <<< "$1" | grep -v "^part: 6.12|" | grep -qE "KMODLAB_CHECK_PARTS=[a-z0-9,]*(host|runner)"' _ "$ci"
+check "check-all: the debug kernel's guest is in CI" grep -q '^part: debug|.*PROFILE=debug' <<< "$ci"
+
+# make readme-matrix on a README of our own
+cat > "$tmp/matrix.md" <<'EOF'
+| kernel | built as | what ran | result | seconds |
+|---|---|---|---|---|
+| 7.3 | test kernel | selftests | 3 passed, 0 failed, 0 skipped | 9 |
+EOF
+begin='<!-- kernel-matrix: begin (make readme-matrix writes this from the last make check-all) -->'
+end='<!-- kernel-matrix: end -->'
+printf '%s\n' '# t' before "$begin" 'old row' "$end" after > "$tmp/README.md"
+"$repo/scripts/readme-matrix.sh" "$tmp/matrix.md" "$tmp/README.md" 2> /dev/null
+check "readme-matrix: the table replaces what stood between the markers" \
+	test "$(sed -n "/^<!-- kernel-matrix: begin/,/^<!-- kernel-matrix: end/p" "$tmp/README.md" | sed '1d;$d')" == "$(cat "$tmp/matrix.md")"
+check "readme-matrix: the text around it is kept" \
+	bash -c 'head -2 "$1" | grep -qx before && tail -1 "$1" | grep -qx after && ! grep -q "old row" "$1"' _ "$tmp/README.md"
+cp "$tmp/README.md" "$tmp/once"
+"$repo/scripts/readme-matrix.sh" "$tmp/matrix.md" "$tmp/README.md" 2> /dev/null
+check "readme-matrix: a second run changes nothing" cmp -s "$tmp/once" "$tmp/README.md"
+printf '%s\n' '# t' "$begin" after > "$tmp/nomark.md"
+check "readme-matrix: a README without its end marker is refused, untouched" \
+	bash -c '! "$1" "$2" "$3" 2>/dev/null && test "$(wc -l < "$3")" == 3' _ \
+	"$repo/scripts/readme-matrix.sh" "$tmp/matrix.md" "$tmp/nomark.md"
+check "readme-matrix: no matrix file is refused" \
+	bash -c '! "$1" "$2/none.md" "$2/README.md" 2>/dev/null' _ "$repo/scripts/readme-matrix.sh" "$tmp"
+check "README.md has one pair of kernel-matrix markers" \
+	test "$(grep -cxF "$begin" "$repo/README.md"):$(grep -cxF "$end" "$repo/README.md")" == "1:1"
+echo "1..$n"
