@@ -2,20 +2,26 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make check-stock`: the guest selftests on Debian's own kernel, not ours.
 #
-#   STOCK=6.1|6.12 scripts/stock.sh     (default 6.1)
+#   STOCK=6.1|6.12|deb13|deb13-bpo scripts/stock.sh     (default 6.1)
 #
-# Takes the newest linux-image-*-cloud-amd64 of the series from apt, builds
-# the modules against its linux-headers package (as a user's machine
-# would), boots the unmodified image in QEMU with a small busybox
+# Takes the newest linux-image-*-cloud-amd64 of the series from apt
+# (scripts/stock-pick.sh says which), builds the modules against its
+# linux-headers package (as a user's machine would), boots the
+# unmodified image in QEMU with a small busybox
 # initramfs (scripts/guest/stock-init: the cloud kernels have no 9p and
 # build virtio as modules, so the host's / comes over virtiofs) and runs
 # the same selftests as `make check`. No gcov there, so no coverage; the
 # modules are unsigned, so loading them taints the kernel, nothing more.
+# 6.1 and 6.12 are Debian 12's (6.12 from bookworm-backports): the headers
+# are installed on this host. deb13 is Debian 13's own 6.12 and deb13-bpo
+# the newest of trixie-backports: their headers need Debian 13's glibc, so
+# the modules the selftests load are the ones DKMS builds from the
+# kmodlab-dkms package in a Debian 13 chroot (scripts/trixie-root.sh).
 # Ends with "N passed, N failed, N skipped".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 series=${STOCK:-6.1}
 cache=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock
 pass=0 fail=0 skip=0
@@ -36,28 +42,48 @@ count_tap() { # $1 = TAP file, $2 = label
 	((p + f > 0))
 }
 
-"$here/deps.sh" host vm stock trace || { bad "install dependencies"; finish; }
-abi=$(for p in $(apt-cache search --names-only '^linux-image-[0-9].*-cloud-amd64$' |
-		 awk '{print $1}'); do
-	v=$(apt-cache show --no-all-versions "$p" 2>/dev/null | sed -n 's/^Version: //p')
-	[[ $v == "$series".* ]] && echo "$v ${p#linux-image-}"
-      done | sort -V | tail -n 1 | cut -d' ' -f2)
+case $series in
+6.1|6.12)	deb13=0 ;;
+deb13|deb13-bpo) deb13=1 ;;
+*)		bad "STOCK=$series: 6.1, 6.12, deb13 or deb13-bpo"; finish ;;
+esac
+deps=(host vm stock trace)
+((deb13)) && deps+=(pkg=debootstrap)
+"$here/deps.sh" "${deps[@]}" || { bad "install dependencies"; finish; }
+# Debian 13's packages come from its own lists (scripts/apt-trixie.sh),
+# never from this host's apt sources.
+apt_get=(apt-get) apt_cache=(apt-cache)
+((deb13)) && apt_get=("$here/apt-trixie.sh" apt-get) apt_cache=("$here/apt-trixie.sh" apt-cache)
+mapfile -t images < <("${apt_cache[@]}" search --names-only '^linux-image-[0-9].*-cloud-amd64$' |
+	awk '{print $1}')
+# each image and its candidate version, for stock-pick.sh
+abi=$( ((${#images[@]})) && "${apt_cache[@]}" show --no-all-versions "${images[@]}" 2>/dev/null |
+	awk '/^Package: / { p = $2 } /^Version: / { print p, $2 }' | "$here/stock-pick.sh" "$series")
 if [[ -z $abi ]]; then
 	bad "no linux-image-*-cloud-amd64 of series $series in apt"
 	finish
 fi
 echo "stock kernel: $abi"
-"$here/deps.sh" "pkg=linux-headers-$abi" || { bad "install linux-headers-$abi"; finish; }
+if ((!deb13)); then
+	"$here/deps.sh" "pkg=linux-headers-$abi" || { bad "install linux-headers-$abi"; finish; }
+fi
 
 # The image, unpacked (never installed: this machine's boot is not ours).
 dir=$cache/$abi
 if [[ ! -s $dir/initrd.gz ]]; then
 	rm -rf "$dir"
 	mkdir -p "$dir/deb" "$dir/lib/modules"
-	(cd "$dir/deb" && apt-get download "linux-image-$abi") > /dev/null 2>&1 ||
-		{ bad "apt-get download linux-image-$abi"; finish; }
-	dpkg-deb -x "$dir"/deb/*.deb "$dir/x"
-	cp "$dir/x/boot/vmlinuz-$abi" "$dir/vmlinuz"
+	# and the packages of the same ABI it depends on: from 7.x Debian
+	# splits the image into linux-binary-ABI (the kernel, beside the
+	# modules) and linux-modules-ABI
+	mapfile -t parts < <("${apt_cache[@]}" show --no-all-versions "linux-image-$abi" |
+		sed -n 's/^Depends: //p' | tr ',|' '\n' |
+		awk -v abi="-$abi" '$1 ~ /^linux-/ && substr($1, length($1) - length(abi) + 1) == abi { print $1 }')
+	(cd "$dir/deb" && "${apt_get[@]}" download "linux-image-$abi" "${parts[@]}") > /dev/null 2>&1 ||
+		{ bad "apt-get download linux-image-$abi ${parts[*]}"; finish; }
+	for f in "$dir"/deb/*.deb; do dpkg-deb -x "$f" "$dir/x"; done
+	cp "$dir/x/boot/vmlinuz-$abi" "$dir/vmlinuz" 2>/dev/null ||
+		mv "$dir/x/usr/lib/modules/$abi/vmlinuz" "$dir/vmlinuz"
 	mv "$dir"/x/{usr/,}lib/modules/"$abi" "$dir/lib/modules/" 2>/dev/null
 	rm -rf "$dir/x" "$dir/deb"
 	depmod -b "$dir" "$abi"
@@ -65,6 +91,8 @@ if [[ ! -s $dir/initrd.gz ]]; then
 	mkdir -p "$ird"/{bin,dev,proc,sys,newroot,lib/modules}
 	cp /bin/busybox "$ird/bin/busybox"
 	cp "$here/guest/stock-init" "$ird/init"
+	# (none on Debian 13's cloud kernels: virtio and virtiofs are built in)
+	: > "$ird/modules.order"
 	# what the virtio PCI transport and virtiofs need, in load order
 	modprobe -a -d "$dir" -S "$abi" --show-depends virtio_pci virtiofs |
 		awk '$1 == "insmod" && !seen[$2]++ { print $2 }' | while IFS= read -r ko; do
@@ -84,14 +112,47 @@ kdir=/usr/src/linux-headers-$abi
 # the Makefile names a KDIR build after the tree's release (6.1's is its
 # upstream version, 6.1.192, not the package's ABI name)
 kbuild=$repo/build/kmod/$(cat "$kdir/include/config/kernel.release" 2>/dev/null)
+# Debian 13: the modules DKMS built and the test-only ones, assembled
+((deb13)) && kbuild=$repo/build/kmod/$abi-dkms
 if [[ ${1:-} == prepare ]]; then	# image and initramfs only
+	if ((deb13)) && [[ -n ${2:-} ]]; then
+		echo "stock.sh: make bench builds on this host, which cannot build for $abi" >&2
+		exit 2
+	fi
 	# and, for scripts/bench.sh, where they and the modules' build are
 	[[ -n ${2:-} ]] && printf 'abi=%q\ndir=%q\nkdir=%q\nkbuild=%q\n' \
 		"$abi" "$dir" "$kdir" "$kbuild" > "$2"
 	exit 0
 fi
 mkdir -p "$repo/build"
-if make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-build.log" 2>&1 &&
+# `make deb` (lintian-clean), once: Debian 13 needs kmodlab-dkms first
+debs=unbuilt
+make_deb() {
+	[[ $debs == unbuilt ]] || return 0
+	if make -s deb > "$repo/build/stock-deb.log" 2>&1; then
+		ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
+		debs=ok
+	else
+		tail -20 "$repo/build/stock-deb.log"
+		bad "make deb (see build/stock-deb.log)"
+		debs=failed
+	fi
+}
+if ((deb13)); then
+	# No `make install DESTDIR=` check here: it builds the clients too,
+	# into build/bin, and Debian 13's compiler and glibc would make ones
+	# that neither this host nor its guest can run.
+	make_deb
+	[[ $debs == ok ]] || finish
+	if "$here/trixie-root.sh" modules "$abi" "$kbuild" > "$repo/build/stock-build.log" 2>&1 &&
+	   make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
+		ok "Debian 13: DKMS built the modules from kmodlab-dkms for $abi; test-only modules built there (W=1 -Werror)"
+	else
+		tail -20 "$repo/build/stock-build.log"
+		bad "Debian 13 chroot build for $abi (see build/stock-build.log)"
+		finish
+	fi
+elif make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-build.log" 2>&1 &&
    make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
 	ok "modules built against linux-headers-$abi (W=1 -Werror)"
 else
@@ -99,23 +160,25 @@ else
 	bad "build against linux-headers-$abi"
 	finish
 fi
-# `make install` as a packager runs it (DESTDIR) against these headers,
-# which carry no signing key: the modules land compressed under
-# updates/kmodlab, one line says they are unsigned and why that matters,
-# and nothing else is said (no OpenSSL error per module, no depmod noise).
-inst=$(mktemp -d)
-if make -s install KDIR="$kdir" DESTDIR="$inst" PREFIX=/usr > "$repo/build/stock-install.log" 2>&1 &&
-   (($(find "$inst/lib/modules/$abi/updates/kmodlab" -name 'kml_*.ko*' | wc -l) == 6)) &&
-   [[ -x $inst/usr/bin/kml-probe && -f $inst/usr/include/linux/kml_probe.h ]] &&
-   (($(grep -c 'UNSIGNED' "$repo/build/stock-install.log") == 1)) &&
-   ! grep -qiE 'SSL error|sign-file|System.map|depmod: WARNING' "$repo/build/stock-install.log" &&
-   [[ ! -e $inst/lib/modules/$abi/modules.dep ]]; then
-	ok "make install DESTDIR= against linux-headers-$abi: 6 modules, one line on signing, no depmod"
-else
-	cat "$repo/build/stock-install.log"
-	bad "make install DESTDIR= against linux-headers-$abi"
+if ((!deb13)); then
+	# `make install` as a packager runs it (DESTDIR) against these headers,
+	# which carry no signing key: the modules land compressed under
+	# updates/kmodlab, one line says they are unsigned and why that matters,
+	# and nothing else is said (no OpenSSL error per module, no depmod noise).
+	inst=$(mktemp -d)
+	if make -s install KDIR="$kdir" DESTDIR="$inst" PREFIX=/usr > "$repo/build/stock-install.log" 2>&1 &&
+	   (($(find "$inst/lib/modules/$abi/updates/kmodlab" -name 'kml_*.ko*' | wc -l) == 6)) &&
+	   [[ -x $inst/usr/bin/kml-probe && -f $inst/usr/include/linux/kml_probe.h ]] &&
+	   (($(grep -c 'UNSIGNED' "$repo/build/stock-install.log") == 1)) &&
+	   ! grep -qiE 'SSL error|sign-file|System.map|depmod: WARNING' "$repo/build/stock-install.log" &&
+	   [[ ! -e $inst/lib/modules/$abi/modules.dep ]]; then
+		ok "make install DESTDIR= against linux-headers-$abi: 6 modules, one line on signing, no depmod"
+	else
+		cat "$repo/build/stock-install.log"
+		bad "make install DESTDIR= against linux-headers-$abi"
+	fi
+	rm -rf "$inst"
 fi
-rm -rf "$inst"
 
 # Tests that patch kernel text while another vCPU runs it: kprobes (on
 # every kernel) and, on these kernels only, static keys (CONFIG_JUMP_LABEL,
@@ -136,6 +199,10 @@ frace=(filter.rmmod_under_traffic filter.ct_workstation_policy
 fexcl=$(printf -- '-T %s ' "${frace[@]#*.}")
 fonly=$(printf -- '-r %s ' "${frace[@]}")
 traced=(kml_stats_test kml_sensor_test kml_ring_test kml_filter_test kml_probe_test)
+# The guest mounts the image's modules on this host's /lib/modules
+# (scripts/guest/stock-init), which a host that never installed a
+# kernel's headers lacks: Debian 13's are in the chroot.
+mkdir -p /lib/modules
 run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	local name=$1 opt=$2 rc out=$repo/build/vm/stock-$series-$1
 	shift 2
@@ -150,22 +217,29 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 	else
 		bad "stock $name produced no TAP output"
 	fi
-	((rc == 0)) && ok "stock $abi $name: passed, kernel log clean, powered off" ||
+	if ((rc == 0)); then
+		ok "stock $abi $name: passed, kernel log clean, powered off"
+	else
 		bad "stock $abi $name: vm-run exited $rc (see $out)"
+	fi
 }
 # The Debian packages (`make deb`, lintian-clean) installed with dpkg,
 # DKMS building the modules against this kernel's headers, then used and
-# removed on this kernel in a guest (scripts/deb-install.sh).
-if make -s deb > "$repo/build/stock-deb.log" 2>&1; then
-	ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
-	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" > "$repo/build/stock-deb-install.log" 2>&1
+# removed on this kernel in a guest (scripts/deb-install.sh): on this
+# host's system, or for Debian 13 on the chroot's.
+make_deb
+lower=/
+if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
+	bad "packages: no Debian 13 system to install into"
+	lower=
+fi
+if [[ $debs == ok && -n $lower ]]; then
+	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" "$lower" \
+		> "$repo/build/stock-deb-install.log" 2>&1
 	grep -E '^(PASS|FAIL): ' "$repo/build/stock-deb-install.log"
 	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-deb-install.log")
 	[[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] || { p=0 f=0; bad "packages: no result line"; }
 	pass=$((pass + p)) fail=$((fail + f))
-else
-	tail -20 "$repo/build/stock-deb.log"
-	bad "make deb (see build/stock-deb.log)"
 fi
 
 run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \

@@ -19,8 +19,9 @@
 # Cached under ${KMODLAB_CACHE}/stock/trixie-KEY/ (KEY: a hash of the
 # recipe below, so changing it builds a new system):
 #   root/      debootstrap --variant=minbase, then dkms, gcc, make (and
-#              man-db, xz-utils: what scripts/guest/deb-check.sh and DKMS
-#              use); its apt sources include trixie-backports
+#              man-db, xz-utils, openssl: what scripts/guest/deb-check.sh
+#              and DKMS use, openssl for DKMS's module signing key, as on
+#              most systems); its apt sources include trixie-backports
 #   hdr-ABI/   the changes `apt-get install linux-headers-ABI` made over
 #              root/ (an overlay's upper directory, a layer of its own: one
 #              kernel's headers never make DKMS build for another)
@@ -31,20 +32,21 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
-pkgs="dkms gcc make man-db xz-utils"
+pkgs="dkms gcc make man-db xz-utils openssl"
 key=$(echo "trixie minbase $mirror $pkgs" | md5sum | cut -c1-8)
 top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/trixie-$key
 base=$top/root
 
-# Runs the bash code $2 in a chroot of an overlay (lowerdir $1, upper and
-# work directories in $3), in a mount namespace of its own so no mount
-# outlives it; the code calls in_root CMD... Further arguments are $3...
-# in the code. The host's resolv.conf and the repository (at its own
-# path) are visible in the chroot.
+# in_overlay LOWER DIR CODE [ARG...]: runs the bash code CODE (ARGs are
+# its $1...) in a chroot ($root) of an overlay of LOWER whose upper and
+# work directories are in DIR, in a mount namespace of its own so no mount
+# outlives it. CODE calls in_root CMD...; the host's resolv.conf and the
+# repository (at its own path) are visible in the chroot.
 in_overlay() {
 	# shellcheck disable=SC2016
 	unshare -m bash -euo pipefail -c '
-		lower=$1 dir=$2 root=$2/root repo=$3
+		lower=$1 dir=$2 repo=$3 code=$4 root=$2/root
+		shift 4
 		mkdir -p "$dir"/{up,work,root}
 		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$dir/up,workdir=$dir/work" "$root"
 		mount --rbind /dev "$root/dev"
@@ -59,15 +61,14 @@ in_overlay() {
 			chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 				HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 		}
-		code=$4
-		shift 3
 		eval "$code"
-	' trixie-root "$1" "$3" "$repo" "$2" "${@:3}"
+	' trixie-root "$1" "$2" "$repo" "$3" "${@:4}"
 }
 
 build_base() {
 	local tmp
 	tmp=$(mktemp -d "$top/.root.XXXXXX")
+	chmod 755 "$tmp"	# the new system's /
 	echo "trixie-root.sh: debootstrap of Debian 13 into $top (once)" >&2
 	unshare -m debootstrap --variant=minbase trixie "$tmp" "$mirror/debian" \
 		> "$top/debootstrap.log" 2>&1 ||
@@ -82,6 +83,7 @@ build_base() {
 	# second kernel for DKMS to build for.
 	# shellcheck disable=SC2016
 	if ! unshare -m bash -euo pipefail -c '
+		mount --rbind /dev "$1/dev"
 		mount -t proc proc "$1/proc"
 		mount --bind /etc/resolv.conf "$1/etc/resolv.conf"
 		chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
@@ -92,7 +94,7 @@ build_base() {
 		rm -rf "$tmp"
 		return 1
 	fi
-	mv "$tmp" "$base"
+	mv "$tmp" "$base" || return 1
 }
 
 # The headers as the administrator installs them: apt in the chroot, from
@@ -103,20 +105,20 @@ build_hdr() { # $1 = ABI
 	local tmp
 	tmp=$(mktemp -d "$top/.hdr-$1.XXXXXX")
 	# shellcheck disable=SC2016
-	if ! in_overlay "$base" '
+	if ! in_overlay "$base" "$tmp" '
 		in_root apt-get -q update
 		v=$(in_root apt-cache show --no-all-versions "linux-headers-$1" | sed -n "s/^Version: //p")
 		t=()
 		[[ $v == *~bpo* ]] && t=(-t trixie-backports)
 		in_root apt-get -qy install --no-install-recommends "${t[@]}" "linux-headers-$1"
 		in_root apt-get clean
-		rm -rf "$root"/var/lib/apt/lists/*' "$tmp" "$1" > "$top/hdr-$1.log" 2>&1; then
+		rm -rf "$root"/var/lib/apt/lists/*' "$1" > "$top/hdr-$1.log" 2>&1; then
 		tail -20 "$top/hdr-$1.log" >&2
 		rm -rf "$tmp"
 		return 1
 	fi
 	rm -rf "$tmp/work" "$tmp/root"
-	mv "$tmp/up" "$top/hdr-$1"
+	mv "$tmp/up" "$top/hdr-$1" || return 1
 	rmdir "$tmp"
 }
 
@@ -124,6 +126,8 @@ lower() { # $1 = ABI: builds what is missing, prints the lowerdir
 	mkdir -p "$top"
 	exec {lockfd}> "$top/.lock"
 	flock "$lockfd"
+	# a run killed while building left its temporary directory
+	rm -rf "$top"/.root.* "$top"/.hdr-*
 	[[ -d $base ]] || build_base
 	[[ -d $top/hdr-$1 ]] || build_hdr "$1"
 	flock -u "$lockfd"
@@ -142,25 +146,25 @@ unpack_ko() { # $1 = module file (.ko, .ko.xz, .ko.zst), $2 = destination .ko
 }
 
 modules() { # $1 = ABI, $2 = KO_DIR
-	local abi=$1 ko=$2 lower dir=$repo/build/stock-dkms-$1 deb rel m f
-	lower=$(lower "$abi")
+	local abi=$1 ko=$2 lowerdir dir=$repo/build/stock-dkms-$1 deb rel m f
+	lowerdir=$(lower "$abi")
 	rm -rf "$dir" "$ko"
 	mkdir -p "$dir/debs"
 	# a copy: another lane's `make deb` may empty build/deb meanwhile
 	deb=$(ls "$repo"/build/deb/kmodlab-dkms_*_all.deb)
 	cp "$deb" "$dir/debs/"
 	# shellcheck disable=SC2016
-	in_overlay "$lower" '
-		abi=$2
-		in_root dpkg -i "$1/debs/'"${deb##*/}"'"
+	in_overlay "$lowerdir" "$dir" '
+		abi=$1
+		in_root dpkg -i "$dir/debs/$2"
 		in_root dkms status kmodlab
-		mkdir -p "$1/dkms"
-		cp -a "$root/lib/modules/$abi/updates/dkms/." "$1/dkms/"
+		mkdir -p "$dir/dkms"
+		cp -a "$root/lib/modules/$abi/updates/dkms/." "$dir/dkms/"
 		# KSRC: the selftests harness, which a module build does not need
 		in_root make -C "$repo" KDIR="/usr/src/linux-headers-$abi" KMODLAB_TESTS=1 \
 			KSRC=/nonexistent modules
-		cat "$root/usr/src/linux-headers-$abi/include/config/kernel.release" > "$1/release"' \
-		"$dir" "$dir" "$abi" || return 1
+		cat "$root/usr/src/linux-headers-$abi/include/config/kernel.release" > "$dir/release"' \
+		"$abi" "${deb##*/}" || return 1
 	rm -rf "$dir"/{up,work,root}
 	rel=$(< "$dir/release")
 	# DKMS's six, where dkms.conf's BUILT_MODULE_LOCATION has them

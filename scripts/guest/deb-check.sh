@@ -3,17 +3,25 @@
 # In a stock Debian kernel's guest: use the packages scripts/deb-install.sh
 # installed (on the host, DKMS building the modules against this kernel's
 # headers), as a user would.
-#   scripts/guest/deb-check.sh PKG_DIR
+#   scripts/guest/deb-check.sh PKG_DIR [LOWER]
 #
 # The guest's / is the host's, read-only. An overlay (tmpfs over it) makes
-# a writable copy of that system, and a second one of this kernel's
-# /lib/modules; the install's changes (PKG_DIR/up, PKG_DIR/mup) are copied
-# into them, and the tests run in a chroot there: modprobe loads the
-# modules by name (depmod's order: kml_stats first), the installed clients
-# talk to them (the host removes them afterwards). Writes TAP to
-# $KMODLAB_OUT/deb.tap.
+# a writable copy of the system the packages were installed into (LOWER,
+# as deb-install.sh had it: / by default), and a second one of this
+# kernel's /lib/modules; the install's changes (PKG_DIR/up, PKG_DIR/mup)
+# are copied into them, and the tests run in a chroot there: modprobe
+# loads the modules by name (depmod's order: kml_stats first), the
+# installed clients talk to them (the host removes them afterwards).
+# Writes TAP to $KMODLAB_OUT/deb.tap.
 set -uo pipefail
-pkg=$(cd "${1:?usage: deb-check.sh PKG_DIR}" && pwd)
+pkg=$(cd "${1:?usage: deb-check.sh PKG_DIR [LOWER]}" && pwd)
+# For a Debian 13 kernel LOWER is the Debian 13 chroot the install ran in
+# (scripts/trixie-root.sh's layers, seen here at their host paths): its
+# changes are that system's (its dpkg database, DKMS's tree over its
+# headers) and laid over this Debian 12 / they would make a mix of two
+# releases that no user has. So they go over the same Debian 13 tree:
+# modprobe and man are Debian 13's, the clients run on its libraries.
+lower=${2:-/}
 tap=${KMODLAB_OUT:-/tmp}/deb.tap
 abi=$(uname -r)
 n=0 failed=0
@@ -45,7 +53,7 @@ in_root() {
 root=/run/sys
 modprobe overlay
 mkdir -p /run/ovl/{up,work,mup,mwork} $root
-mount -t overlay overlay -o lowerdir=/,upperdir=/run/ovl/up,workdir=/run/ovl/work $root &&
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=/run/ovl/up,workdir=/run/ovl/work" $root &&
 	mount -t overlay overlay \
 		-o lowerdir=/lib/modules,upperdir=/run/ovl/mup,workdir=/run/ovl/mwork \
 		$root/lib/modules &&
