@@ -29,7 +29,7 @@ lanes=${KMODLAB_LANES:-2}
 parts=(
 	"6.12|6.12 (Debian's linux-source-6.12)|test kernel, gcov|host checks, runner, selftests, 32-bit, valgrind, coverage, labs|env KVER=6.12 PROFILE=default $here/check.sh"
 	"7.3|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage|env KVER=7.3 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
-	"debug|6.12 debug (KASAN, lockdep, kmemleak, UBSAN)|test kernel|selftests, any splat fails|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=3000 $here/check.sh"
+	"debug|6.12 debug (KASAN, lockdep, kmemleak, UBSAN)|test kernel|selftests, any splat fails|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=4800 $here/check.sh"
 	"stock-6.1|Debian 12 cloud 6.1|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.1 $here/stock.sh"
 	"stock-deb13|Debian 13 cloud 6.12|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13 $here/stock.sh"
 	"stock-deb13-bpo|Debian 13 backports cloud 7.x|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13-bpo $here/stock.sh"

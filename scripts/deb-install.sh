@@ -7,7 +7,8 @@
 # release; PKG_DIR receives the installed system's changes. LOWER is the
 # system installed into, as an overlay lowerdir: / (this host, the
 # default), or the Debian 13 system of scripts/trixie-root.sh for a
-# Debian 13 kernel, whose headers this host cannot build with.
+# Debian 13 kernel, whose headers this host cannot build with. The
+# packages are taken from KMODLAB_DEB_DIR (default build/deb).
 #
 # Part 1, here on the host: a writable overlay of that system (its changes
 # go to PKG_DIR/up) whose /lib/modules also holds the stock kernel's own
@@ -84,7 +85,7 @@ if overlay 'rm -f "$root/var/lib/man-db/auto-update"
 	    cp "$2"/kmodlab-dkms_*_all.deb "$2"/kmodlab-dev_*_all.deb \
 		"$2"/kmodlab_*_"$(dpkg --print-architecture)".deb "$root/tmp/"
 	    in_root sh -c "dpkg -i /tmp/*.deb"
-	    in_root dkms status kmodlab' "$repo/build/deb" > "$pkg/install.log" 2>&1 &&
+	    in_root dkms status kmodlab' "${KMODLAB_DEB_DIR:-$repo/build/deb}" > "$pkg/install.log" 2>&1 &&
    grep -q "^kmodlab/.*, $abi, .*: installed" "$pkg/install.log"; then
 	ok "dpkg -i kmodlab-dkms kmodlab-dev kmodlab; DKMS built and installed the modules for $abi"
 else

@@ -124,17 +124,23 @@ if [[ ${1:-} == prepare ]]; then	# image and initramfs only
 		"$abi" "$dir" "$kdir" "$kbuild" > "$2"
 	exit 0
 fi
+# (logs are build/stock-SERIES-*.log: make check-all runs two series at once)
 mkdir -p "$repo/build"
-# `make deb` (lintian-clean), once: Debian 13 needs kmodlab-dkms first
+# `make deb` (lintian-clean), once: Debian 13 needs kmodlab-dkms first.
+# Another stock run (make check-all's other lane) may make them too,
+# starting by emptying build/deb: one at a time, and each run uses a copy.
 debs=unbuilt
+export KMODLAB_DEB_DIR=$repo/build/stock-$series-debs
 make_deb() {
 	[[ $debs == unbuilt ]] || return 0
-	if make -s deb > "$repo/build/stock-deb.log" 2>&1; then
+	# shellcheck disable=SC2016
+	if flock "$repo/build/.deb.lock" bash -c 'make -s deb && rm -rf "$1" && mkdir "$1" &&
+		cp build/deb/*.deb "$1/"' make-deb "$KMODLAB_DEB_DIR" > "$repo/build/stock-$series-deb.log" 2>&1; then
 		ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
 		debs=ok
 	else
-		tail -20 "$repo/build/stock-deb.log"
-		bad "make deb (see build/stock-deb.log)"
+		tail -20 "$repo/build/stock-$series-deb.log"
+		bad "make deb (see build/stock-$series-deb.log)"
 		debs=failed
 	fi
 }
@@ -144,19 +150,19 @@ if ((deb13)); then
 	# that neither this host nor its guest can run.
 	make_deb
 	[[ $debs == ok ]] || finish
-	if "$here/trixie-root.sh" modules "$abi" "$kbuild" > "$repo/build/stock-build.log" 2>&1 &&
-	   make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
+	if "$here/trixie-root.sh" modules "$abi" "$kbuild" > "$repo/build/stock-$series-build.log" 2>&1 &&
+	   make -s userspace selftests >> "$repo/build/stock-$series-build.log" 2>&1; then
 		ok "Debian 13: DKMS built the modules from kmodlab-dkms for $abi; test-only modules built there (W=1 -Werror)"
 	else
-		tail -20 "$repo/build/stock-build.log"
-		bad "Debian 13 chroot build for $abi (see build/stock-build.log)"
+		tail -20 "$repo/build/stock-$series-build.log"
+		bad "Debian 13 chroot build for $abi (see build/stock-$series-build.log)"
 		finish
 	fi
-elif make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-build.log" 2>&1 &&
-   make -s userspace selftests >> "$repo/build/stock-build.log" 2>&1; then
+elif make -s KDIR="$kdir" KMODLAB_TESTS=1 modules > "$repo/build/stock-$series-build.log" 2>&1 &&
+   make -s userspace selftests >> "$repo/build/stock-$series-build.log" 2>&1; then
 	ok "modules built against linux-headers-$abi (W=1 -Werror)"
 else
-	tail -20 "$repo/build/stock-build.log"
+	tail -20 "$repo/build/stock-$series-build.log"
 	bad "build against linux-headers-$abi"
 	finish
 fi
@@ -166,15 +172,15 @@ if ((!deb13)); then
 	# updates/kmodlab, one line says they are unsigned and why that matters,
 	# and nothing else is said (no OpenSSL error per module, no depmod noise).
 	inst=$(mktemp -d)
-	if make -s install KDIR="$kdir" DESTDIR="$inst" PREFIX=/usr > "$repo/build/stock-install.log" 2>&1 &&
+	if make -s install KDIR="$kdir" DESTDIR="$inst" PREFIX=/usr > "$repo/build/stock-$series-install.log" 2>&1 &&
 	   (($(find "$inst/lib/modules/$abi/updates/kmodlab" -name 'kml_*.ko*' | wc -l) == 6)) &&
 	   [[ -x $inst/usr/bin/kml-probe && -f $inst/usr/include/linux/kml_probe.h ]] &&
-	   (($(grep -c 'UNSIGNED' "$repo/build/stock-install.log") == 1)) &&
-	   ! grep -qiE 'SSL error|sign-file|System.map|depmod: WARNING' "$repo/build/stock-install.log" &&
+	   (($(grep -c 'UNSIGNED' "$repo/build/stock-$series-install.log") == 1)) &&
+	   ! grep -qiE 'SSL error|sign-file|System.map|depmod: WARNING' "$repo/build/stock-$series-install.log" &&
 	   [[ ! -e $inst/lib/modules/$abi/modules.dep ]]; then
 		ok "make install DESTDIR= against linux-headers-$abi: 6 modules, one line on signing, no depmod"
 	else
-		cat "$repo/build/stock-install.log"
+		cat "$repo/build/stock-$series-install.log"
 		bad "make install DESTDIR= against linux-headers-$abi"
 	fi
 	rm -rf "$inst"
@@ -235,9 +241,9 @@ if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
 fi
 if [[ $debs == ok && -n $lower ]]; then
 	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" "$lower" \
-		> "$repo/build/stock-deb-install.log" 2>&1
-	grep -E '^(PASS|FAIL): ' "$repo/build/stock-deb-install.log"
-	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-deb-install.log")
+		> "$repo/build/stock-$series-deb-install.log" 2>&1
+	grep -E '^(PASS|FAIL): ' "$repo/build/stock-$series-deb-install.log"
+	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-$series-deb-install.log")
 	[[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] || { p=0 f=0; bad "packages: no result line"; }
 	pass=$((pass + p)) fail=$((fail + f))
 fi

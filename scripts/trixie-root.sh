@@ -9,12 +9,12 @@
 #       linux-headers-ABI installed, as its administrator would have it
 #   scripts/trixie-root.sh modules ABI KO_DIR
 #       what a Debian 13 user of that kernel gets: kmodlab-dkms (from
-#       build/deb) installed in a throw-away overlay of that system, so
-#       DKMS builds the modules there; then the test-only modules, which
-#       DKMS never builds, by the Makefile in the same chroot
-#       (KMODLAB_TESTS=1, the repository bind-mounted at its own path).
-#       KO_DIR receives both, uncompressed, in the layout the selftests
-#       load (modules/<dir>/<name>.ko)
+#       KMODLAB_DEB_DIR, default build/deb) installed in a throw-away
+#       overlay of that system, so DKMS builds the modules there; then the
+#       test-only modules, which DKMS never builds, by the Makefile in the
+#       same chroot (KMODLAB_TESTS=1, the repository bind-mounted at its
+#       own path). KO_DIR receives both, uncompressed, in the layout the
+#       selftests load (modules/<dir>/<name>.ko)
 #
 # Cached under ${KMODLAB_CACHE}/stock/trixie-KEY/ (KEY: a hash of the
 # recipe below, so changing it builds a new system):
@@ -36,6 +36,7 @@ pkgs="dkms gcc make man-db xz-utils openssl"
 key=$(echo "trixie minbase $mirror $pkgs" | md5sum | cut -c1-8)
 top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/trixie-$key
 base=$top/root
+shopt -s nullglob
 
 # in_overlay LOWER DIR CODE [ARG...]: runs the bash code CODE (ARGs are
 # its $1...) in a chroot ($root) of an overlay of LOWER whose upper and
@@ -150,8 +151,7 @@ modules() { # $1 = ABI, $2 = KO_DIR
 	lowerdir=$(lower "$abi")
 	rm -rf "$dir" "$ko"
 	mkdir -p "$dir/debs"
-	# a copy: another lane's `make deb` may empty build/deb meanwhile
-	deb=$(ls "$repo"/build/deb/kmodlab-dkms_*_all.deb)
+	deb=$(ls "${KMODLAB_DEB_DIR:-$repo/build/deb}"/kmodlab-dkms_*_all.deb)
 	cp "$deb" "$dir/debs/"
 	# shellcheck disable=SC2016
 	in_overlay "$lowerdir" "$dir" '
@@ -176,12 +176,13 @@ modules() { # $1 = ABI, $2 = KO_DIR
 		*) unpack_ko "$f" "$ko/modules/$m/$m.ko" ;;
 		esac
 	done
-	(($(find "$ko/modules" -name '*.ko' | wc -l) == 6)) ||
+	(($(find "$ko" -name '*.ko' | wc -l) == 6)) ||
 		{ echo "trixie-root.sh: DKMS did not install the six modules for $abi" >&2; return 1; }
 	# and the test-only ones, from the Makefile's build
 	for f in "$repo/build/kmod/$rel"/modules/{tests/*,kml_hello/kml_hello}.ko; do
 		unpack_ko "$f" "$ko/${f#"$repo/build/kmod/$rel/"}"
 	done
+	[[ -e $ko/modules/kml_hello/kml_hello.ko && -e $ko/modules/tests/kml_stats_apitest.ko ]]
 }
 
 case ${1:-} in
