@@ -81,7 +81,7 @@ mkdir -p "$out"
 t_all=$SECONDS
 # Packages and the 6.12 tree first, alone: both lanes need them, and two
 # apt-gets at once would only wait for each other.
-"$here/deps.sh" host kernel vm check trace stock deb >&2 || exit 1
+"$here/deps.sh" host kernel vm check trace stock deb pkg=debootstrap >&2 || exit 1
 KVER=7.3 "$here/deps.sh" kernel >&2 || exit 1
 # What does not depend on the kernel is built once, before the lanes, so
 # two lanes never write the same file (a part's own make finds it done).

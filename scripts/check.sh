@@ -165,6 +165,10 @@ count_tap "$logs/test_lcovtool.tap" test_lcovtool.py || bad "test_lcovtool.py pr
 bash selftests/host/test_kver_tooling.sh > "$logs/test_kver_tooling.tap" 2>&1
 cat "$logs/test_kver_tooling.tap"
 count_tap "$logs/test_kver_tooling.tap" test_kver_tooling.sh || bad "test_kver_tooling.sh printed no results"
+# which Debian cloud kernel make check-stock boots (scripts/stock-pick.sh)
+bash selftests/host/test_stock_pick.sh > "$logs/test_stock_pick.tap" 2>&1
+cat "$logs/test_stock_pick.tap"
+count_tap "$logs/test_stock_pick.tap" test_stock_pick.sh || bad "test_stock_pick.sh printed no results"
 # make check-all's plan and make readme-matrix
 bash selftests/host/test_check_all.sh > "$logs/test_check_all.tap" 2>&1
 cat "$logs/test_check_all.tap"
