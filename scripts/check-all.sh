@@ -22,7 +22,7 @@
 # README's kernel matrix. KMODLAB_LANES=1 runs the parts one after another.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/.."
+cd "$here/.." || exit 1
 mode=${1:-ci}
 out=build/check-all
 lanes=${KMODLAB_LANES:-2}

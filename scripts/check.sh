@@ -149,34 +149,24 @@ if ((${#m32_guest[@]})); then
 	((rc == 0)) || grep -q '^not ok' "$build/vm/hosttests-m32$sfx"/hosttests/*.tap 2>/dev/null ||
 		{ tail -20 "$logs/hosttests-m32.log"; bad "the -m32 host tests' guest: vm-run exited $rc"; }
 fi
-# scripts/lab.py's marker parser and skeleton cutter (labs/README.md)
-python3 selftests/host/test_lab.py > "$logs/test_lab.tap" 2>&1
-cat "$logs/test_lab.tap"
-count_tap "$logs/test_lab.tap" test_lab.py || bad "test_lab.py printed no results"
+# Host tests written as scripts: each prints TAP, counted like the C ones.
+tap_script() { # $1 = interpreter, $2 = script under selftests/host/
+	local name=${2##*/}
+	"$1" "selftests/host/$2" > "$logs/$name.tap" 2>&1
+	cat "$logs/$name.tap"
+	count_tap "$logs/$name.tap" "$name" || bad "$name printed no results"
+}
+tap_script python3 test_lab.py		# scripts/lab.py's markers and skeleton cutter
 # The fragment users merge for coverage on their own kernel asks only for
 # what our own test kernel has: what we measure there, they can measure.
 extra=$(grep '^CONFIG_' scripts/kconfig/coverage.config | grep -vxFf scripts/kconfig/kmodlab.config)
 [[ -z $extra ]] && ok "kconfig/coverage.config is a subset of the test kernel's kmodlab.config" ||
 	bad "kconfig/coverage.config asks for what the test kernel lacks: $extra"
-python3 selftests/host/test_lcovtool.py > "$logs/test_lcovtool.tap" 2>&1
-cat "$logs/test_lcovtool.tap"
-count_tap "$logs/test_lcovtool.tap" test_lcovtool.py || bad "test_lcovtool.py printed no results"
-# what the test tooling does differently by kernel version
-bash selftests/host/test_kver_tooling.sh > "$logs/test_kver_tooling.tap" 2>&1
-cat "$logs/test_kver_tooling.tap"
-count_tap "$logs/test_kver_tooling.tap" test_kver_tooling.sh || bad "test_kver_tooling.sh printed no results"
-# which Debian cloud kernel make check-stock boots (scripts/stock-pick.sh)
-bash selftests/host/test_stock_pick.sh > "$logs/test_stock_pick.tap" 2>&1
-cat "$logs/test_stock_pick.tap"
-count_tap "$logs/test_stock_pick.tap" test_stock_pick.sh || bad "test_stock_pick.sh printed no results"
-# make check-all's plan and make readme-matrix
-bash selftests/host/test_check_all.sh > "$logs/test_check_all.tap" 2>&1
-cat "$logs/test_check_all.tap"
-count_tap "$logs/test_check_all.tap" test_check_all.sh || bad "test_check_all.sh printed no results"
-# the clients' bash completion (scripts/completion/kmodlab.bash)
-bash selftests/host/test_completion.sh > "$logs/test_completion.tap" 2>&1
-cat "$logs/test_completion.tap"
-count_tap "$logs/test_completion.tap" test_completion.sh || bad "test_completion.sh printed no results"
+tap_script python3 test_lcovtool.py	# the coverage report's tool
+tap_script bash test_kver_tooling.sh	# what the test tooling does differently by kernel version
+tap_script bash test_stock_pick.sh	# which Debian cloud kernel make check-stock boots
+tap_script bash test_check_all.sh	# make check-all's plan and make readme-matrix
+tap_script bash test_completion.sh	# the clients' bash completion
 # The client against a fixture: no module needed, leaks checked.
 fx=$logs/fixture
 mkdir -p "$fx"

@@ -9,13 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-check() { # $1 = name, rest = command that must succeed
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then echo "ok $n $name"; else echo "not ok $n $name"; fi
-}
+# shellcheck source=selftests/host/tap.bash
+. "$here/tap.bash"
 
 plan() { KMODLAB_CHECK_ALL_PLAN=1 "$repo/scripts/check-all.sh" "$@"; }
 ci=$(plan) full=$(plan full) one=$(KMODLAB_LANES=1 plan)

@@ -11,13 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0
-check() { # $1 = name, rest = command that must succeed
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then echo "ok $n $name"; else echo "not ok $n $name"; fi
-}
+# shellcheck source=selftests/host/tap.bash
+. "$here/tap.bash"
 
 # A report as each kernel prints it (the format strings of kernel/panic.c's
 # __warn() in 6.12 and in 7.3), with the end marker both print.
