@@ -145,6 +145,11 @@ if [[ -z $stock ]]; then
 else
 	# virtiofs: one virtiofsd per share, guest RAM shared with them
 	cmdline="console=ttyS0 loglevel=5 panic=-1 rdinit=/init"
+	# TCG's TSC follows the host's clock, but the clocksource watchdog takes
+	# a vCPU's pauses for frequency skew, marks it unstable and switches to
+	# HPET at run time; that flips static keys, patching text another vCPU
+	# runs (seen: Oops: int3 in ktime_get_mono_fast_ns on Debian 13's 7.3).
+	cmdline+=" tsc=reliable"
 	cmdline+=" kmodlab_init=${KMODLAB_INIT:-$here/guest/init.sh} kmodlab_repo=$repo kmodlab_mode=run"
 	cmdline+=" kmodlab_stock_modules=$stock/lib/modules"
 	[[ -n $append ]] && cmdline+=" $append"

@@ -28,7 +28,29 @@ if [[ ${KMODLAB_GUEST:-0} != 1 ]]; then
 	exit 2
 fi
 tap=${KMODLAB_OUT:-/tmp}/selftests.tap
+times=${KMODLAB_OUT:-/tmp}/times.tsv
 : > "$tap"
+: > "$times"
+# Copies a harness's output to stdout and the TAP file, and writes each
+# test's seconds to times.tsv (PROGRAM TEST SECONDS): where guest time goes
+# decides what CI can afford. Bash's clock, not an exec per test.
+tap_out() { # PROGRAM
+	local line us t0=${EPOCHREALTIME/./}
+	while IFS= read -r line || [[ -n $line ]]; do
+		printf '%s\n' "$line"
+		printf '%s\n' "$line" >> "$tap"
+		case $line in
+		"#  RUN "*) t0=${EPOCHREALTIME/./} ;;
+		"ok "*|"not ok "*)
+			us=$((${EPOCHREALTIME/./} - t0))
+			line=${line#not }
+			line=${line#ok * }
+			printf '%s\t%s\t%d.%06d\n' "$1" "${line%% *}" $((us / 1000000)) \
+				$((us % 1000000)) >> "$times"
+			;;
+		esac
+	done
+}
 # Each test program starts with no kmodlab module loaded, and the last
 # unload runs every exit path (counted by gcov) before power-off.
 unload_all() {
@@ -113,7 +135,7 @@ for spec in "${specs[@]}"; do
 		while IFS= read -r name; do
 			reset_counters
 			# stdin is the list of tests: a test must not eat it
-			"$t" -r "$name" < /dev/null 2>&1 | tee -a "$tap"
+			"$t" -r "$name" < /dev/null 2>&1 | tap_out "$prog"
 			((PIPESTATUS[0] == 0)) || rc=1
 			save_counters "${prog}__${name/./__}"
 		done <<< "$tests"
@@ -123,7 +145,7 @@ for spec in "${specs[@]}"; do
 		continue
 	fi
 	reset_counters
-	"$t" "${args[@]}" 2>&1 | tee -a "$tap"
+	"$t" "${args[@]}" 2>&1 | tap_out "$prog"
 	((PIPESTATUS[0] == 0)) || rc=1
 	unload_all
 	save_counters "$prog"
