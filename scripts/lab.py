@@ -226,6 +226,36 @@ def kdir():
                                    text=True).strip()
 
 
+def own_modules(lab):
+    """The module directories a student tree holds as source: those of the
+    files the student edits, and the test-only modules if the lab loads
+    them. The lab's other modules (kml_stats, which the others register
+    with) are another lab's solution: the tree gets their built .ko and
+    exported symbols, never their source."""
+    own = {src.split("/")[1] for src in lab["sources"]}
+    return [m for m in lab["modules"] if m in own or m == "tests"]
+
+
+def dep_modules(lab):
+    return [m for m in lab["modules"] if m not in own_modules(lab)]
+
+
+def repo_kbuild():
+    """Where `make modules` put this KVER/PROFILE's modules."""
+    return os.path.join(REPO, "build", "kmod", f"{os.environ.get('KVER', '6.12')}-"
+                        f"{os.environ.get('PROFILE', 'default')}")
+
+
+def ensure_deps(labs):
+    """Builds the repository's modules when a lab uses another lab's
+    module (once per command: make is then a no-op)."""
+    if any(dep_modules(lab) for lab in labs):
+        r = subprocess.run(["make", "-s", "-C", REPO, "modules"], stdout=subprocess.DEVNULL)
+        if r.returncode:
+            raise LabError("the repository's modules do not build (make modules): "
+                           "the labs load its kml_stats")
+
+
 def gen(lab, step, dest, force=False, quiet=False):
     nsteps = len(lab["step"])
     if not 1 <= step <= nsteps + 1:
@@ -244,10 +274,19 @@ def gen(lab, step, dest, force=False, quiet=False):
         shutil.rmtree(dest)
     os.makedirs(dest)
     shutil.copy(os.path.join(REPO, "Kbuild"), dest)
-    for top in ("modules", "uapi"):
-        shutil.copytree(os.path.join(REPO, top), os.path.join(dest, top),
-                        ignore=shutil.ignore_patterns("*.o", "*.ko", "*.cmd", "*.mod*",
-                                                      "*.gcno", "*.gcda", ".*"))
+    # only this lab's modules as source: no other lab's answer in the tree
+    junk = shutil.ignore_patterns("*.o", "*.ko", "*.cmd", "*.mod*", "*.gcno", "*.gcda", ".*")
+    shutil.copytree(os.path.join(REPO, "uapi"), os.path.join(dest, "uapi"), ignore=junk)
+    for top in ["include"] + own_modules(lab):
+        shutil.copytree(os.path.join(REPO, "modules", top), os.path.join(dest, "modules", top),
+                        ignore=junk)
+    for m in dep_modules(lab):
+        # their headers (interfaces, no lab's answer): the lab's code uses them
+        d = os.path.join(dest, "modules", m)
+        os.makedirs(d)
+        for h in sorted(os.listdir(os.path.join(REPO, "modules", m))):
+            if h.endswith(".h"):
+                shutil.copy(os.path.join(REPO, "modules", m, h), d)
     for src in lab["sources"]:
         with open(os.path.join(dest, src), "w") as f:
             f.write(cut(os.path.join(REPO, src), lab["name"], step))
@@ -282,11 +321,30 @@ clean:
 
 
 def build(lab, dest, log=None, jobs=None):
-    """Builds the lab's modules in @dest (a student tree): True if it built."""
-    mods = " ".join(lab["modules"])
+    """Builds the lab's own modules in @dest (a student tree), beside the
+    repository's build of the others (ensure_deps()): True if it built."""
+    mods = " ".join(own_modules(lab))
     cmd = ["make", "-C", kdir(), f"M={dest}", "W=1", "GCOV_PROFILE=n",
-           f"KMODLAB_MODULES={mods}",
+           f"KMODLAB_MODULES={mods}", "KMODLAB_NO_TESTS=1",
            f"KCFLAGS={SKEL_CFLAGS}", "modules"]
+    deps = dep_modules(lab)
+    if deps:
+        # their exports only (modpost refuses a symbol exported twice) and
+        # their .ko where the tree's loader looks
+        kb = repo_kbuild()
+        try:
+            with open(os.path.join(kb, "Module.symvers")) as f:
+                mine = [ln for ln in f if ln.split("\t")[2].split("/")[-2] in deps]
+            for m in deps:
+                d = os.path.join(dest, "modules", m)
+                os.makedirs(d, exist_ok=True)
+                shutil.copy(os.path.join(kb, "modules", m, f"{m}.ko"), d)
+        except (OSError, IndexError) as e:
+            raise LabError(f"the repository's build of {', '.join(deps)} is missing "
+                           f"({e}): make modules")
+        with open(os.path.join(dest, "deps.symvers"), "w") as f:
+            f.writelines(mine)
+        cmd.insert(-1, f"KBUILD_EXTRA_SYMBOLS={os.path.join(dest, 'deps.symvers')}")
     if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
         cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
     if log:
@@ -385,12 +443,42 @@ def check_lab_of(lab, dest):
                            f"make grade LAB={made} DIR={dest}")
 
 
+def code_only(text):
+    """@text without comments and whitespace: what a copy keeps when it is
+    re-indented or its comments are edited."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
+    return re.sub(r"\s+", "", text)
+
+
+def copied_answer(lab, dest):
+    """Why a student tree looks like the repository's answer ([] if not):
+    a source still holding the LAB markers only the module's own file has,
+    or the same code as the solution once comments and spacing are gone."""
+    why = []
+    for src in lab["sources"]:
+        try:
+            with open(os.path.join(dest, src)) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if any(BEGIN.match(ln) or END.match(ln) for ln in text.split("\n")):
+            why.append(f"{src} holds the solution's LAB markers: copied from the repository?")
+        elif code_only(text) == code_only(cut(os.path.join(REPO, src), lab["name"],
+                                              len(lab["step"]) + 1)):
+            why.append(f"{src} is the solution's code (comments and spacing aside)")
+    return why
+
+
 def grade(lab, dest):
     dest = os.path.abspath(dest)
     guest_visible(dest)
     if not os.path.isdir(dest):
         raise LabError(f"no student tree at {dest}: make lab LAB={lab['name']}")
     check_lab_of(lab, dest)
+    ensure_deps([lab])
+    copied = copied_answer(lab, dest)
+    for w in copied:
+        print(f"lab: WARNING: {w}")
     print(f"lab {lab['name']}: building {dest}")
     if not build(lab, dest):
         print(f"Total: [0/{sum(len(s['tests']) for s in lab['step'])}] "
@@ -429,6 +517,8 @@ def grade(lab, dest):
         print("  the guest kernel log has a splat: see "
               f"{out}/dmesg.txt (a WARN, BUG or Oops from your code costs the run)")
     print(f"Total: [{score}/{total}]")
+    if copied:
+        print(f"  flagged for the instructor: {'; '.join(copied)}")
     if nxt:
         print(f"Next: step {nxt['n']}, {nxt['title']} (grep -rn 'TODO {nxt['n']}:' "
               f"{dest}/modules; failing tests' messages are in {out}/console.log)")
@@ -454,6 +544,7 @@ def grade_many(lab, dirs, csv_path):
     breaks the kernel ends its guest); writes a CSV of scores. Non-zero if
     some tree could not be graded."""
     dirs = [os.path.abspath(d) for d in dirs]
+    ensure_deps([lab])
     trees, rows, total = [], {}, sum(len(s["tests"]) for s in lab["step"])
     for i, (d, who) in enumerate(zip(dirs, student_names(dirs))):
         rows[d] = {"student": who, "built": False, "note": ""}
@@ -466,6 +557,7 @@ def grade_many(lab, dirs, csv_path):
             rows[d]["note"] = str(e)
             print(f"{who}: {e}")
             continue
+        rows[d]["copied"] = copied_answer(lab, d)
         ok = build(lab, d, log=os.path.join(d, "grade-build.log"))
         rows[d]["built"] = ok
         if not ok:
@@ -493,6 +585,9 @@ def grade_many(lab, dirs, csv_path):
             r = r or {"load": {"ok": False}, "tests": {}}
             if r.get("broke"):
                 row["note"] = f"broke the kernel: {r['broke']}"
+            if row.get("copied"):
+                row["note"] = "; ".join(filter(None, [row["note"], "COPIED: "
+                                                      + "; ".join(row["copied"])]))
             steps = [sum(r["tests"].get(t) == "passed" for t in s["tests"]) for s in lab["step"]]
             w.writerow([row["student"], d, int(row["built"]), int(r["load"]["ok"])] + steps
                        + [sum(steps), total, row["note"]])
@@ -508,6 +603,13 @@ def check(names, kver_tag):
     guest for all. Prints PASS:/FAIL: lines for check.sh to count."""
     base = os.path.join(REPO, "build", "labcheck", kver_tag)
     trees, verdicts, todo, failed = [], [], [], 0
+    labs_ok = []
+    for name in names:
+        try:
+            labs_ok.append(load_lab(name))
+        except LabError:
+            pass		# reported below
+    ensure_deps(labs_ok)
 
     def report(ok, what):
         nonlocal failed
@@ -764,6 +866,7 @@ def main():
             gen(lab, a.step, dest, a.force)
             return 0
         if a.cmd == "build":
+            ensure_deps([lab])
             return 0 if build(lab, dest) else 1
         return grade(lab, dest)
     except LabError as e:

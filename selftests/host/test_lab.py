@@ -3,6 +3,7 @@
 """Host tests of scripts/lab.py's marker parsing and skeleton cutting.
 TAP output, like the C host tests; run by `make check`."""
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -238,6 +239,81 @@ def students_are_named_by_what_differs_in_their_paths():
         ["alice", "bob"]
     assert lab.student_names(["/a/x", "/b/y"]) == ["a/x", "b/y"]
     assert lab.student_names(["/srv/one"]) == ["one"]
+
+
+def tree_of(name, step=1):
+    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
+    os.rmdir(d)
+    lab.gen(lab.load_lab(name), step, d, quiet=True)
+    return d
+
+
+@test
+def a_student_tree_holds_no_other_labs_answer():
+    for name in lab.lab_names():
+        lb = lab.load_lab(name)
+        d = tree_of(name)
+        try:
+            own = {src.split("/")[1] for src in lb["sources"]}
+            for root, _, files in os.walk(d):
+                for f in files:
+                    path = os.path.join(root, f)
+                    rel = os.path.relpath(path, d)
+                    with open(path, errors="replace") as fh:
+                        text = fh.read()
+                    # no LAB marker anywhere, of this lab or another
+                    assert not re.search(r"/\* LAB [a-z0-9_]+ \d+", text), f"{name}: {rel}"
+                    parts = rel.split("/")
+                    if parts[0] == "modules" and f.endswith(".c"):
+                        assert parts[1] in own or parts[1] == "tests", f"{name}: {rel}"
+            # the modules it only uses come built, never as source
+            for m in lab.dep_modules(lb):
+                assert not [f for f in os.listdir(os.path.join(d, "modules", m))
+                            if not f.endswith(".h")], f"{name}: modules/{m}"
+        finally:
+            shutil.rmtree(d)
+
+
+@test
+def probe_tree_has_no_filter_or_hello_source():
+    d = tree_of("probe")
+    try:
+        assert not os.path.exists(os.path.join(d, "modules/kml_filter"))
+        assert not os.path.exists(os.path.join(d, "modules/kml_hello"))
+        assert not os.path.exists(os.path.join(d, "modules/kml_stats/kml_stats_main.c"))
+        assert os.path.exists(os.path.join(d, "modules/kml_probe/kml_probe_main.c"))
+    finally:
+        shutil.rmtree(d)
+
+
+@test
+def a_copied_solution_is_flagged():
+    lb = lab.load_lab("probe")
+    src = lb["sources"][0]
+    d = tree_of("probe")
+    sol = tree_of("probe", len(lb["step"]) + 1)
+    try:
+        assert lab.copied_answer(lb, d) == [], "a fresh skeleton is not a copy"
+        assert lab.copied_answer(lb, sol), "the generated solution is flagged"
+        # the repository's file, markers and all
+        shutil.copy(os.path.join(lab.REPO, src), os.path.join(d, src))
+        why = lab.copied_answer(lb, d)
+        assert why and "LAB markers" in why[0], why
+        # the solution re-indented, its comments reworded
+        with open(os.path.join(sol, src)) as f:
+            text = f.read()
+        text = re.sub(r"/\*.*?\*/", "/* mine */", text, flags=re.S).replace("\t", "    ")
+        with open(os.path.join(d, src), "w") as f:
+            f.write(text)
+        why = lab.copied_answer(lb, d)
+        assert why and "solution's code" in why[0], why
+        # one real change of code is the student's own
+        with open(os.path.join(d, src), "w") as f:
+            f.write(text.replace("return 0;", "return 0 ;\n\tx++;", 1))
+        assert lab.copied_answer(lb, d) == []
+    finally:
+        shutil.rmtree(d)
+        shutil.rmtree(sol)
 
 
 def main():
