@@ -23,13 +23,16 @@ apt-get|apt-cache) ;;
 esac
 
 mkdir -p "$cache/lists/partial" "$cache/archives/partial"
-cat > "$cache/sources.list.new" <<EOF
+# a file of its own, renamed over: two callers at once both succeed
+new=$(mktemp "$cache/sources.list.XXXXXX")
+cat > "$new" <<EOF
 deb [signed-by=$keyring] $mirror/debian trixie main
 deb [signed-by=$keyring] $mirror/debian trixie-updates main
 deb [signed-by=$keyring] $mirror/debian trixie-backports main
 deb [signed-by=$keyring] $mirror/debian-security trixie-security main
 EOF
-mv "$cache/sources.list.new" "$cache/sources.list"
+chmod 644 "$new"
+mv "$new" "$cache/sources.list"
 opts=(-o "Dir::Etc::SourceList=$cache/sources.list" -o Dir::Etc::SourceParts=/dev/null
       -o "Dir::State::Lists=$cache/lists" -o "Dir::Cache=$cache"
       -o "Dir::Cache::archives=$cache/archives" -o APT::Architecture=amd64

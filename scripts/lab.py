@@ -31,6 +31,7 @@ later by "TODO" comments carrying the instruction.
 """
 import argparse
 import csv
+import fcntl
 import hashlib
 import concurrent.futures
 import json
@@ -240,20 +241,30 @@ def dep_modules(lab):
     return [m for m in lab["modules"] if m not in own_modules(lab)]
 
 
-def repo_kbuild():
-    """Where `make modules` put this KVER/PROFILE's modules."""
+def deps_kbuild():
+    """Where ensure_deps() builds the modules the labs use but do not
+    teach: a build directory of their own, which no other build (make
+    test's subsets rewrite the main one's Module.symvers) touches."""
     return os.path.join(REPO, "build", "kmod", f"{os.environ.get('KVER', '6.12')}-"
-                        f"{os.environ.get('PROFILE', 'default')}")
+                        f"{os.environ.get('PROFILE', 'default')}-labdeps")
 
 
 def ensure_deps(labs):
-    """Builds the repository's modules when a lab uses another lab's
-    module (once per command: make is then a no-op)."""
-    if any(dep_modules(lab) for lab in labs):
-        r = subprocess.run(["make", "-s", "-C", REPO, "modules"], stdout=subprocess.DEVNULL)
-        if r.returncode:
-            raise LabError("the repository's modules do not build (make modules): "
-                           "the labs load its kml_stats")
+    """Builds the modules @labs use from another lab (kml_stats), once per
+    command and one command at a time (make is then a no-op)."""
+    deps = sorted({m for lab in labs for m in dep_modules(lab)})
+    if not deps:
+        return
+    kb = deps_kbuild()
+    os.makedirs(os.path.dirname(kb), exist_ok=True)
+    with open(kb + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "-s", "-C", REPO, "modules", f"KBUILDDIR={kb}",
+                            f"KMODLAB_MODULES={' '.join(deps)}", "KMODLAB_NO_TESTS=1"],
+                           stdout=subprocess.DEVNULL)
+    if r.returncode:
+        raise LabError(f"the repository's {', '.join(deps)} does not build "
+                       f"(make modules): the labs load it")
 
 
 def gen(lab, step, dest, force=False, quiet=False):
@@ -331,7 +342,7 @@ def build(lab, dest, log=None, jobs=None):
     if deps:
         # their exports only (modpost refuses a symbol exported twice) and
         # their .ko where the tree's loader looks
-        kb = repo_kbuild()
+        kb = deps_kbuild()
         try:
             with open(os.path.join(kb, "Module.symvers")) as f:
                 mine = [ln for ln in f if ln.split("\t")[2].split("/")[-2] in deps]
@@ -341,7 +352,7 @@ def build(lab, dest, log=None, jobs=None):
                 shutil.copy(os.path.join(kb, "modules", m, f"{m}.ko"), d)
         except (OSError, IndexError) as e:
             raise LabError(f"the repository's build of {', '.join(deps)} is missing "
-                           f"({e}): make modules")
+                           f"({e}): make lab-build builds it")
         with open(os.path.join(dest, "deps.symvers"), "w") as f:
             f.writelines(mine)
         cmd.insert(-1, f"KBUILD_EXTRA_SYMBOLS={os.path.join(dest, 'deps.symvers')}")

@@ -132,23 +132,26 @@ mkdir -p "$repo/build"
 debs=unbuilt
 export KMODLAB_DEB_DIR=$repo/build/stock-$series-debs
 # The packages do not depend on the kernel: a run finding build/deb made
-# from the same sources (what git tracks, as the tree has it) reuses them,
-# so make check-all's stock kernels build them once.
+# from the same sources (the content of what git tracks, which deb.sh
+# packs) reuses them, so make check-all's stock kernels build them once
+# (and count that once).
 make_deb() {
 	[[ $debs == unbuilt ]] || return 0
-	local key
-	key=$({ git ls-files -s; git diff HEAD --binary; } | sha1sum | cut -d' ' -f1)
 	# shellcheck disable=SC2016
 	if flock "$repo/build/.deb.lock" bash -c '
-		if [[ $(cat build/deb/.sources 2>/dev/null) == "$2" ]]; then
+		key=$(git ls-files -z --cached | while IFS= read -r -d "" f; do
+			[[ -f $f ]] && printf "%s\0" "$f"; done | xargs -0 sha1sum | sha1sum)
+		if [[ $(cat build/deb/.sources 2>/dev/null) == "$key" ]]; then
 			echo "stock.sh: build/deb is of these sources: reused"
 		else
-			make -s deb && echo "$2" > build/deb/.sources
+			make -s deb && echo "$key" > build/deb/.sources
 		fi && rm -rf "$1" && mkdir "$1" && cp build/deb/*.deb "$1/"' \
-		make-deb "$KMODLAB_DEB_DIR" "$key" > "$repo/build/stock-$series-deb.log" 2>&1; then
-		grep -q ': reused$' "$repo/build/stock-$series-deb.log" &&
-			echo "make deb: reusing build/deb, made from these sources by an earlier run"
-		ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
+		make-deb "$KMODLAB_DEB_DIR" > "$repo/build/stock-$series-deb.log" 2>&1; then
+		if grep -q ': reused$' "$repo/build/stock-$series-deb.log"; then
+			echo "make deb: reusing build/deb, built and checked from these sources by an earlier run"
+		else
+			ok "make deb: kmodlab-dkms, kmodlab and kmodlab-dev built, lintian clean"
+		fi
 		debs=ok
 	else
 		tail -20 "$repo/build/stock-$series-deb.log"

@@ -16,41 +16,56 @@ trap 'rm -rf "$tmp"' EXIT
 
 # A report as each kernel prints it (the format strings of kernel/panic.c's
 # __warn() in 6.12 and in 7.3), with the end marker both print.
-report() { # $1 = 6 or 7, $2 = function
+report() { # $1 = 6 or 7, $2 = function, $3 = seconds (default 9)
+	local t=${3:-9}
 	if [[ $1 == 6 ]]; then
-		echo "[    9.100000] WARNING: CPU: 1 PID: 321 at kernel/trace/trace_events.c:3012 $2+0xce/0x101"
+		printf '[%5d.100000] WARNING: CPU: 1 PID: 321 at kernel/trace/trace_events.c:3012 %s+0xce/0x101\n' "$t" "$2"
 	else
-		echo "[    9.100000] WARNING: kernel/trace/trace_events.c:3147 at $2+0xce/0x101, CPU#1: insmod/321"
+		printf '[%5d.100000] WARNING: kernel/trace/trace_events.c:3147 at %s+0xce/0x101, CPU#1: insmod/321\n' "$t" "$2"
 	fi
-	echo "[    9.100001] Modules linked in: kml_sensor(O+)"
-	echo "[    9.100002] Call Trace:"
-	echo "[    9.100003]  <TASK>"
-	echo "[    9.100004]  trace_event_init+0x10/0x20"
-	echo "[    9.100005] ---[ end trace 0000000000000000 ]---"
+	printf '[%5d.100001] Modules linked in: kml_sensor(O+)\n' "$t"
+	printf '[%5d.100002] Call Trace:\n' "$t"
+	printf '[%5d.100003]  <TASK>\n' "$t"
+	printf '[%5d.100004]  trace_event_init+0x10/0x20\n' "$t"
+	printf '[%5d.100005] ---[ end trace 0000000000000000 ]---\n' "$t"
 }
 armed='[    9.000000] kmodlab: allocation-failure injection armed'
 filter() { # $1 = log; prints the checked log, known reports to $tmp/known
 	rm -f "$tmp/known"
-	awk -v known="$tmp/known" -f "$repo/scripts/known-warnings.awk" "$1"
+	awk -v known="$tmp/known" -v stop="$(<"$repo/scripts/splat.ere")|cut here" \
+		-f "$repo/scripts/known-warnings.awk" "$1"
 }
 for v in 6 7; do
-	for f in event_define_fields event_file_put; do
-		{ echo "$armed"; report $v $f; echo "[   10.0] after"; } > "$tmp/log"
-		out=$(filter "$tmp/log")
-		check "$v.x: $f's WARNING after injection is known, whole report set apart" \
-			test "$(grep -c WARNING <<< "$out"):$(wc -l < "$tmp/known")" == "0:6"
-		check "$v.x: the log after a known report is kept" grep -q after <<< "$out"
-	done
+	{ echo "$armed"; report $v event_define_fields; echo "[   10.0] after"; } > "$tmp/log"
+	out=$(filter "$tmp/log")
+	check "$v.x: event_define_fields's WARNING after injection is known, whole report set apart" \
+		test "$(grep -c WARNING <<< "$out"):$(wc -l < "$tmp/known")" == "0:6"
+	check "$v.x: the log after a known report is kept" grep -q after <<< "$out"
+	{ echo "$armed"; report $v event_define_fields; report $v event_file_put 10
+	  echo "[   10.2] after"; } > "$tmp/log"
+	out=$(filter "$tmp/log")
+	check "$v.x: event_file_put's WARNING soon after event_define_fields's is known too" \
+		test "$(grep -c WARNING <<< "$out"):$(wc -l < "$tmp/known")" == "0:12"
+	{ echo "$armed"; report $v event_file_put; } > "$tmp/log"
+	check "$v.x: event_file_put's WARNING with no event_define_fields before stays a splat" \
+		grep -q "WARNING:.*event_file_put" <(filter "$tmp/log")
+	{ echo "$armed"; report $v event_define_fields; report $v event_file_put 50; } > "$tmp/log"
+	check "$v.x: event_file_put's WARNING 41 s after event_define_fields's stays a splat" \
+		grep -q "WARNING:.*event_file_put" <(filter "$tmp/log")
+	{ echo "$armed"; report $v event_define_fields | head -n 3
+	  echo "[    9.2] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"; } > "$tmp/log"
+	check "$v.x: an RCU stall inside a known report ends it and stays" \
+		grep -q "detected stall" <(filter "$tmp/log")
 	{ echo "$armed"; report $v kml_sensor_probe; } > "$tmp/log"
 	check "$v.x: a WARNING in another function stays a splat" \
 		grep -q "WARNING:.*kml_sensor_probe" <(filter "$tmp/log")
 	{ report $v event_define_fields; echo "$armed"; } > "$tmp/log"
 	check "$v.x: a known WARNING before injection was armed stays a splat" \
 		grep -q "WARNING:.*event_define_fields" <(filter "$tmp/log")
-	{ echo "$armed"; report $v event_file_put | head -n 3; } > "$tmp/log"
+	{ echo "$armed"; report $v event_define_fields | head -n 3; } > "$tmp/log"
 	check "$v.x: a known report with no end marker is itself a splat" \
 		grep -q "WARNING: vm-run: a known-warning report has no end marker" <(filter "$tmp/log")
-	{ echo "$armed"; report $v event_file_put | head -n 3; echo "[ 9.2] BUG: KASAN: use-after-free"; } > "$tmp/log"
+	{ echo "$armed"; report $v event_define_fields | head -n 3; echo "[ 9.2] BUG: KASAN: use-after-free"; } > "$tmp/log"
 	check "$v.x: a splat inside a known report ends it and stays" \
 		grep -q "BUG: KASAN" <(filter "$tmp/log")
 done
