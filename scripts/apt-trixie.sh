@@ -42,7 +42,8 @@ opts=(-o "Dir::Etc::SourceList=$cache/sources.list" -o Dir::Etc::SourceParts=/de
 exec {lockfd}> "$cache/.lock"
 flock "$lockfd"
 stamp=$cache/lists/.kmodlab-updated
-if [[ -z $(find "$stamp" -mmin -1440 2>/dev/null) ]]; then
+# (KMODLAB_TRIXIE_REFRESH=1: now, whatever their age)
+if [[ ${KMODLAB_TRIXIE_REFRESH:-0} == 1 || -z $(find "$stamp" -mmin -1440 2>/dev/null) ]]; then
 	echo "apt-trixie.sh: reading Debian 13's package lists" >&2
 	apt-get "${opts[@]}" -qq update >&2
 	touch "$stamp"

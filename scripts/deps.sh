@@ -66,7 +66,10 @@ for i in "${!missing[@]}"; do
 	chmod 755 "$dl"
 	# apt-get on the file (not dpkg -i): it waits for the lock, and takes
 	# the package's dependencies from Debian 12
-	(cd "$dl" && "$here/apt-trixie.sh" apt-get -q download "$p" >&2) &&
+	# lists up to a day old may name a point release the archive has
+	# replaced since: on a failed download, read them again and retry
+	{ (cd "$dl" && "$here/apt-trixie.sh" apt-get -q download "$p" >&2) ||
+	  (cd "$dl" && KMODLAB_TRIXIE_REFRESH=1 "$here/apt-trixie.sh" apt-get -q download "$p" >&2); } &&
 		"${apt[@]}" install -y --no-install-recommends "$dl"/*.deb >&2 ||
 		{ rm -rf "$dl"; echo "deps.sh: cannot fetch $p from Debian 13" >&2; exit 1; }
 	rm -rf "$dl"
