@@ -86,6 +86,9 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 t_all=$SECONDS
+# Interrupted (Ctrl-C, or CI's time limit): take the lanes' guests and
+# builds down too, rather than leave them running.
+trap 'trap - INT TERM; kill 0' INT TERM
 # Packages and the 6.12 tree first, alone: both lanes need them, and two
 # apt-gets at once would only wait for each other.
 "$here/deps.sh" host kernel vm check trace stock deb pkg=debootstrap >&2 || exit 1

@@ -31,7 +31,7 @@ fits() { # $1 = ABI, $2 = version
 }
 
 best='' bestv=''
-while read -r p v _; do
+while read -r p v _ || [[ -n ${p:-} ]]; do
 	# the images themselves, not -dbg, -unsigned or a metapackage
 	# (bookworm-backports' linux-image-6.12-cloud-amd64 has the version of
 	# the image it depends on: the ABI has a patch level, 6.12.117+deb12)

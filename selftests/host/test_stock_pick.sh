@@ -70,6 +70,18 @@ t deb13_none_in_bookworm deb13 '' "$bookworm"
 t bookworm_6_1 6.1 6.1.0-41-cloud-amd64 "$bookworm"
 t bookworm_6_12 6.12 6.12.38+deb12-cloud-amd64 "$bookworm"
 t empty_list deb13 '' ''
+# a list whose last line has no newline (apt-cache's, through a pipe that
+# cut it): the newest image is on that line
+got=$(printf '%s' 'linux-image-7.9.3+deb13-cloud-amd64 7.9.3-1~bpo13+1
+linux-image-7.10.1+deb13-cloud-amd64 7.10.1-1~bpo13+1' | "$pick" deb13-bpo 2>&1)
+n=$((n + 1))
+if [[ $got == 7.10.1+deb13-cloud-amd64 ]]; then
+	echo "ok $n last_line_without_newline_is_read"
+else
+	failed=$((failed + 1))
+	echo "not ok $n last_line_without_newline_is_read"
+	echo "# got: '$got'"
+fi
 got=$("$pick" deb14 <<< "$trixie" 2>/dev/null)
 rc=$?
 n=$((n + 1))
