@@ -29,7 +29,8 @@ lanes=${KMODLAB_LANES:-2}
 
 # id|kernel|how it is built|what runs|command
 parts=(
-	"6.12|6.12 (Debian's linux-source-6.12)|test kernel, gcov|host checks, runner, selftests, 32-bit, valgrind, coverage, labs|env KVER=6.12 PROFILE=default $here/check.sh"
+	"6.12|6.12 (Debian's linux-source-6.12)|test kernel, gcov|host checks, runner, selftests, 32-bit, valgrind, coverage|env KVER=6.12 PROFILE=default $here/check.sh"
+	"labs|6.12 (Debian's linux-source-6.12)|test kernel|workshop labs: every step of every lab|env KVER=6.12 PROFILE=default KMODLAB_CHECK_PARTS=labs KMODLAB_CHECK_LOGS=build/check-labs $here/check.sh"
 	"7.3|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage|env KVER=7.3 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
 	"debug|6.12 debug (KASAN, lockdep, kmemleak, UBSAN)|test kernel|selftests, any splat fails|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=4800 $here/check.sh"
 	"stock-6.1|Debian 12 cloud 6.1|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.1 $here/stock.sh"
@@ -42,13 +43,13 @@ full_parts=(
 	"stock-deb13-bpo|Debian 13 backports cloud 7.x|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13-bpo $here/stock.sh"
 )
 # Which lane runs which parts, in order. Lane 1 holds the long 6.12 run,
-# 7.3 and Debian 12's stock 6.1; lane 2 Debian 13's own stock kernel and
+# the labs' check, 7.3 and Debian 12's stock 6.1; lane 2 Debian 13's own stock kernel and
 # the debug guest (the longest guest). Stock kernels need no build, so
 # with an empty cache lane 2 starts on one while the debug kernel builds. Debian 13's backports kernel
 # (7.3, which the 7.3 test kernel already covers in CI) is left to
 # check-full with Debian 12's 6.12, the 6.1 test kernel and per-test
 # coverage: CI has room for one stock kernel per Debian release.
-lane1=(6.12 7.3 stock-6.1)
+lane1=(6.12 labs 7.3 stock-6.1)
 lane2=(stock-deb13 debug)
 # kernels built in the background, in the order the lanes need them (the
 # 6.12 kernel is built before the lanes start: the first part needs it)
