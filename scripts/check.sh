@@ -463,9 +463,11 @@ sed -i '0,/^static int __init kml_hello_init(void)$/{n;s/^{$/{\n\t*(volatile int
 	"$class/alice/hello/modules/kml_hello/kml_hello.c"
 "$here/lab.py" grade-many hello --csv "$class/scores.csv" "$class/alice/hello" \
 	"$class/bob/hello" > "$logs/grade-many.log" 2>&1
+# bob handed in the generated solution: full marks, and flagged as such
 if grep -q '^alice,.*,0,7,broke the kernel: the kernel oopsed' "$class/scores.csv" &&
-   grep -q '^bob,.*,7,7,$' "$class/scores.csv"; then
-	ok "make grade-all: a module that oopses at load scores 0, the next tree full marks"
+   ! grep -q '^alice,.*COPIED' "$class/scores.csv" &&
+   grep -q "^bob,.*,7,7,COPIED: modules/kml_hello/kml_hello.c is the solution's code" "$class/scores.csv"; then
+	ok "make grade-all: a module that oopses at load scores 0, the next tree full marks; a handed-in solution is flagged COPIED"
 else
 	cat "$class/scores.csv" 2>/dev/null
 	bad "make grade-all with a module that oopses (see $logs/grade-many.log)"
