@@ -32,9 +32,10 @@ done < <(find modules uapi -name '*.[ch]' | sort)
 # Licences (LICENSE): every source and script says which in its first
 # lines: GPL-2.0, or for the uapi headers GPL-2.0 WITH Linux-syscall-note.
 # Data files are exempt (kernel config fragments: their text keys the
-# kernel cache; fuzz corpora; docs; Debian's packaging data, whose formats
+# kernel cache; the splat pattern scripts/splat.ere, read whole as one
+# regular expression; fuzz corpora; docs; Debian's packaging data, whose formats
 # are fixed, and whose debian/copyright states the licences itself).
-spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore$|/corpus/|^scripts/kconfig/|^debian/(changelog|control|copyright|source/format|.*\.dkms|.*\.lintian-overrides)$' |
+spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore$|/corpus/|^scripts/kconfig/|^scripts/splat\.ere$|^debian/(changelog|control|copyright|source/format|.*\.dkms|.*\.lintian-overrides)$' |
 	while IFS= read -r f; do
 		want='GPL-2.0'
 		[[ $f == uapi/* ]] && want='GPL-2.0 WITH Linux-syscall-note'
