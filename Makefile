@@ -84,7 +84,7 @@ help:
 	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
 	@echo 'make check-all  what CI runs: every kernel of the README'"'"'s matrix, with a table of parts and seconds'
-	@echo 'make check-full check-all plus what does not fit CI (6.1, per-test coverage, Debian 12'"'"'s 6.12, Debian 13'"'"'s 7.3)'
+	@echo 'make check-full check-all plus what does not fit CI (the 6.1 and 7.3 test kernels, per-test coverage, Debian 12'"'"'s and 13'"'"'s 6.12)'
 	@echo 'make readme-matrix  the README'"'"'s kernel matrix from the last check-all/check-full'
 	@echo 'make check-stock  the selftests on Debian'"'"'s own cloud kernel (STOCK=6.1|6.12|deb13|deb13-bpo)'
 	@echo 'make check-loaded make check while stress-ng keeps every host CPU busy'

@@ -35,10 +35,14 @@
 
 #define KML_FAULT_KNOBS 6
 
+/* The stack filter's range, set only by kml_fault_modules_only(). */
+#define KML_FAULT_RANGE 4
+
 struct kml_fault {
 	int fd;			/* /proc/thread-self/fail-nth */
 	/* The injectors' settings before kml_fault_init(), put back on exit. */
 	char saved[KML_FAULT_KNOBS][16];
+	char saved_range[KML_FAULT_RANGE][24];
 };
 
 static const char *const kml_fault_knobs[KML_FAULT_KNOBS][2] = {
@@ -48,6 +52,13 @@ static const char *const kml_fault_knobs[KML_FAULT_KNOBS][2] = {
 	{ "/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem", "N" },
 	{ "/sys/kernel/debug/fail_page_alloc/min-order", "0" },
 	{ "/sys/kernel/debug/fail_page_alloc/verbose", "0" },
+};
+
+static const char *const kml_fault_range[KML_FAULT_RANGE] = {
+	"/sys/kernel/debug/failslab/require-start",
+	"/sys/kernel/debug/failslab/require-end",
+	"/sys/kernel/debug/fail_page_alloc/require-start",
+	"/sys/kernel/debug/fail_page_alloc/require-end",
 };
 
 static inline int kml_fault_read_knob(const char *path, char *buf, size_t size)
@@ -89,7 +100,11 @@ static inline void kml_fault_exit(struct kml_fault *f)
 	for (i = 0; i < KML_FAULT_KNOBS; i++)
 		if (f->saved[i][0])
 			kml_fault_knob(kml_fault_knobs[i][0], f->saved[i]);
+	for (i = 0; i < KML_FAULT_RANGE; i++)
+		if (f->saved_range[i][0])
+			kml_fault_knob(kml_fault_range[i], f->saved_range[i]);
 	memset(f->saved, 0, sizeof(f->saved));
+	memset(f->saved_range, 0, sizeof(f->saved_range));
 }
 
 /* Logged when injection starts; must match scripts/vm-run.sh. */
@@ -123,6 +138,52 @@ static inline int kml_fault_init(struct kml_fault *f)
 		kml_fault_exit(f);
 	else	/* scripts/vm-run.sh: what follows may be the kernel's reaction */
 		kml_fault_knob("/dev/kmsg", KML_FAULT_MARK "\n");
+	return ret;
+}
+
+/*
+ * Counts only the allocations made with a module's code on the stack
+ * (CONFIG_FAULT_INJECTION_STACKTRACE_FILTER's require-start/end, which
+ * fail-nth honours on 6.12 and 7.3): a walk of finit_module() or of a new
+ * namespace then fails what our init and pernet code allocate, directly
+ * or through the kernel functions they call, and skips the hundreds of
+ * allocations the loader or the other subsystems make on their own
+ * (minutes per walk on a KASAN kernel, and not our error paths). On
+ * x86-64 the modules live above the kernel image, so the range is from
+ * the image's end (_end in /proc/kallsyms) up. Returns 0, or -errno when
+ * the kernel cannot filter: the walk then goes over every allocation,
+ * slower and as right (so does a kernel whose fail-nth ignores the range).
+ */
+static inline int kml_fault_modules_only(struct kml_fault *f)
+{
+	unsigned long long end = 0, addr;
+	char line[256], sym[128], type, start[24];
+	const char *val[KML_FAULT_RANGE];
+	FILE *ksyms;
+	size_t i;
+	int ret = 0;
+
+	if (access(kml_fault_range[0], W_OK))
+		return -errno;
+	ksyms = fopen("/proc/kallsyms", "re");
+	if (!ksyms)
+		return -errno;
+	while (!end && fgets(line, sizeof(line), ksyms))
+		if (sscanf(line, "%llx %c %127s", &addr, &type, sym) == 3 &&
+		    !strcmp(sym, "_end"))
+			end = addr;
+	fclose(ksyms);
+	/* 0: no such symbol, or kptr_restrict hides the addresses */
+	if (end < 0xffff800000000000ULL)
+		return -ENOENT;
+	snprintf(start, sizeof(start), "%llu", end);
+	val[0] = val[2] = start;
+	val[1] = val[3] = "18446744073709551615";
+	for (i = 0; i < KML_FAULT_RANGE && !ret; i++)
+		ret = kml_fault_read_knob(kml_fault_range[i], f->saved_range[i],
+					  sizeof(f->saved_range[i]));
+	for (i = 0; i < KML_FAULT_RANGE && !ret; i++)
+		ret = kml_fault_knob(kml_fault_range[i], val[i]);
 	return ret;
 }
 

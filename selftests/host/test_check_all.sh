@@ -16,12 +16,12 @@ plan() { KMODLAB_CHECK_ALL_PLAN=1 "$repo/scripts/check-all.sh" "$@"; }
 ci=$(plan) full=$(plan full) one=$(KMODLAB_LANES=1 plan)
 ids() { sed -n 's/^lane[12]: //p' <<< "$1" | tr ' ' '\n' | grep . | sort; }
 check "check-all: its plan prints" test -n "$ci"
-for id in 6.12 labs 7.3 debug stock-6.1 stock-deb13; do
+for id in 6.12 labs debug stock-6.1 stock-deb13-bpo; do
 	check "check-all (CI) runs part $id" grep -qx "$id" <(ids "$ci")
 done
 check "check-all: no part runs twice" test -z "$(ids "$ci" | uniq -d)"
 check "check-full: no part runs twice" test -z "$(ids "$full" | uniq -d)"
-for id in 6.1 7.3-per-test stock-6.12 stock-deb13-bpo; do
+for id in 6.1 7.3 7.3-per-test stock-6.12 stock-deb13; do
 	check "check-full adds $id, CI does not" \
 		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
 done
@@ -33,6 +33,9 @@ check "check-all: no other part runs the host checks" \
 		grep -qvE "KMODLAB_CHECK_PARTS=[a-z0-9,]+ " &&
 		! grep "^part: " <<< "$1" | grep -v "^part: 6.12|" | grep -qE "KMODLAB_CHECK_PARTS=[a-z0-9,]*(host|runner)"' _ "$ci"
 check "check-all: the debug kernel's guest is in CI" grep -q '^part: debug|.*PROFILE=debug' <<< "$ci"
+# The issue's promise: CI has a 7.x kernel and a Debian 13 one.
+check "check-all: a 7.x kernel and a Debian 13 kernel are in CI" \
+	bash -c 'grep "^part: " <<< "$1" | grep -q "|Debian 13 backports cloud 7.x|.*STOCK=deb13-bpo"' _ "$ci"
 
 # make readme-matrix on a README of our own
 cat > "$tmp/matrix.md" <<'EOF'
