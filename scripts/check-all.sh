@@ -24,7 +24,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.." || exit 1
 mode=${1:-ci}
-out=build/check-all
+out=${KMODLAB_CHECK_ALL_OUT:-build/check-all}
 lanes=${KMODLAB_LANES:-2}
 
 # id|kernel|how it is built|what runs|command
@@ -42,18 +42,19 @@ full_parts=(
 	"7.3|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage|env KVER=7.3 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
 	"stock-deb13|Debian 13 cloud 6.12|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13 $here/stock.sh"
 )
-# Which lane runs which parts, in order. CI builds two kernels, 6.12 and
-# its debug profile, and boots two stock ones: Debian 12's 6.1 and the
-# newest of Debian 13's backports (7.3 today), which is both "a Debian 13
-# kernel" and "7.x", built the way a Debian 13 user builds the modules.
+# The parts, in the order the lanes take them: each lane, when free,
+# takes the next part not yet taken, so the lanes stay busy however long
+# a part turns out to be. CI builds two kernels, 6.12 and its debug
+# profile, and boots two stock ones: Debian 12's 6.1 and the newest of
+# Debian 13's backports (7.3 today), which is both "a Debian 13 kernel"
+# and "7.x", with the modules built the way a Debian 13 user builds them.
 # The 7.3 test kernel (gcov coverage on 7.x) and Debian 13's own 6.12
-# join check-full: a third kernel build does not fit the cold budget,
-# and 6.12 is the series CI tests most already.
-# Lane 1: 6.12 (which builds its kernel first), the labs, stock 6.1.
-# Lane 2: stock Debian 13 backports (no kernel build: with an empty cache
-# it runs while the kernels compile), then the debug guest.
-lane1=(6.12 labs stock-6.1)
-lane2=(stock-deb13-bpo debug)
+# are in check-full: a third kernel build does not fit the cold budget,
+# and 6.12 is the series CI tests most already. The order is for an
+# empty cache: 6.12 builds its kernel first while the other lane boots
+# stock kernels, which need no build; the debug guest comes last, when
+# its kernel (built in the background meanwhile) is there.
+queue=(6.12 stock-deb13-bpo labs stock-6.1 debug)
 # Kernels built in the background for a later part. Not niced: with an
 # empty cache the debug kernel is the critical path (niced beside two
 # lanes of guests it was still compiling after 52 min); a part that
@@ -62,15 +63,11 @@ bg_kernels=("6.12 debug")
 case $mode in
 ci) ;;
 full)	parts+=("${full_parts[@]}")
-	lane1+=(7.3 6.1 stock-6.12)
-	lane2+=(stock-deb13 7.3-per-test)
+	queue+=(7.3 stock-deb13 6.1 stock-6.12 7.3-per-test)
 	bg_kernels+=("7.3 default" "6.1 default") ;;
 *)	echo "usage: $0 [full]" >&2; exit 2 ;;
 esac
-if ((lanes == 1)); then
-	lane1+=("${lane2[@]}")
-	lane2=()
-fi
+((lanes >= 1)) || lanes=1
 
 declare -A kernel how what cmd
 for p in "${parts[@]}"; do
@@ -80,15 +77,25 @@ done
 
 # KMODLAB_CHECK_ALL_PLAN=1: print the plan and stop (the host tests read it)
 if [[ ${KMODLAB_CHECK_ALL_PLAN:-} == 1 ]]; then
-	echo "lane1: ${lane1[*]}"
-	echo "lane2: ${lane2[*]}"
-	for id in "${lane1[@]}" "${lane2[@]}"; do
+	echo "lanes: $lanes"
+	echo "queue: ${queue[*]}"
+	for id in "${queue[@]}"; do
 		[[ -n ${cmd[$id]:-} ]] || { echo "check-all: no part '$id'" >&2; exit 1; }
 		echo "part: $id|${kernel[$id]}|${cmd[$id]}"
 	done
 	exit 0
 fi
 
+# KMODLAB_CHECK_ALL_FAKE=1 (the host tests): each part is a stub that
+# notes it ran and passes one test, and nothing is installed or built:
+# what is tested is the lanes sharing out the queue, and the table.
+fake=${KMODLAB_CHECK_ALL_FAKE:-0}
+if ((fake)); then
+	for id in "${queue[@]}"; do
+		cmd[$id]="echo $id >> '$out/ran'; sleep 0.\$((RANDOM % 4)); echo '1 passed, 0 failed, 0 skipped'"
+	done
+	bg_kernels=()
+fi
 rm -rf "$out"
 mkdir -p "$out"
 t_all=$SECONDS
@@ -97,6 +104,7 @@ t_all=$SECONDS
 trap 'trap - INT TERM; kill 0' INT TERM
 # Packages and the 6.12 tree first, alone: both lanes need them, and two
 # apt-gets at once would only wait for each other.
+if ((!fake)); then
 "$here/deps.sh" host kernel vm check trace stock deb pkg=debootstrap >&2 || exit 1
 if [[ $mode == full ]]; then
 	for kv in 7.3 6.1; do KVER=$kv "$here/deps.sh" kernel >&2 || exit 1; done
@@ -106,6 +114,7 @@ fi
 KVER=6.12 "$here/kernel.sh" unpack
 make -s userspace selftests selftests32 hosttests fuzz > "$out/prebuild.log" 2>&1 ||
 	echo "check-all: the kernel-independent build failed; the parts say why" >&2
+fi
 (
 	for kv in "${bg_kernels[@]}"; do
 		KVER=${kv% *} PROFILE=${kv#* } "$here/kernel.sh" build
@@ -134,22 +143,37 @@ run_part() {
 		cat "$out/$id.log"
 	) 9> "$out/.print.lock"
 }
+# A lane: takes the queue's next part (its index in $out/next, under a
+# lock) until none is left.
+echo 0 > "$out/next"
 run_lane() {
-	local id
-	for id in "$@"; do run_part "$id"; done
+	local i
+	while :; do
+		i=$( (
+			flock 9
+			read -r i < "$out/next"
+			echo $((i + 1)) > "$out/next"
+			echo "$i"
+		) 9> "$out/.next.lock")
+		((i < ${#queue[@]})) || return 0
+		run_part "${queue[i]}"
+	done
 }
 
-run_lane "${lane1[@]}" &
-l1=$!
-run_lane "${lane2[@]}"
-wait "$l1"
+lane_pids=()
+for ((l = 1; l < lanes; l++)); do
+	run_lane &
+	lane_pids+=($!)
+done
+run_lane
+wait "${lane_pids[@]}"
 wait "$bg"
 
 pass=0 fail=0 skip=0
 {
 	echo "| kernel | built as | what ran | result | seconds |"
 	echo "|---|---|---|---|---|"
-	for id in "${lane1[@]}" "${lane2[@]}"; do
+	for id in "${queue[@]}"; do
 		read -r p f s secs < "$out/$id.res" 2>/dev/null || { p=0 f=1 s=0 secs=0; }
 		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 		echo "| ${kernel[$id]} | ${how[$id]} | ${what[$id]} | $p passed, $f failed, $s skipped | $secs |"

@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 plan() { KMODLAB_CHECK_ALL_PLAN=1 "$repo/scripts/check-all.sh" "$@"; }
 ci=$(plan) full=$(plan full) one=$(KMODLAB_LANES=1 plan)
-ids() { sed -n 's/^lane[12]: //p' <<< "$1" | tr ' ' '\n' | grep . | sort; }
+ids() { sed -n 's/^queue: //p' <<< "$1" | tr ' ' '\n' | grep . | sort; }
 check "check-all: its plan prints" test -n "$ci"
 for id in 6.12 labs debug stock-6.1 stock-deb13-bpo; do
 	check "check-all (CI) runs part $id" grep -qx "$id" <(ids "$ci")
@@ -26,6 +26,26 @@ for id in 6.1 7.3 7.3-per-test stock-6.12 stock-deb13; do
 		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
 done
 check "check-all: one lane runs the same parts" test "$(ids "$one")" == "$(ids "$ci")"
+check "check-all: KMODLAB_LANES=1 is one lane" grep -qx "lanes: 1" <<< "$one"
+check "check-all: two lanes by default" grep -qx "lanes: 2" <<< "$ci"
+
+# The lanes share out the queue: three lanes over check-full's parts
+# (stubs that take 0 to 0.3 s), each part run once, all in the table.
+fake() {
+	KMODLAB_CHECK_ALL_FAKE=1 KMODLAB_CHECK_ALL_OUT="$tmp/$1" KMODLAB_LANES=$2 \
+		"$repo/scripts/check-all.sh" full > "$tmp/$1.out" 2>&1
+}
+fake three 3
+check "check-all (stub parts, 3 lanes): exits 0" test $? -eq 0
+check "check-all (stub parts, 3 lanes): each part ran exactly once" \
+	test "$(sort "$tmp/three/ran" 2>/dev/null)" == "$(ids "$full")"
+check "check-all (stub parts, 3 lanes): the table has a row per part" \
+	test "$(grep -c ' | 1 passed, 0 failed, 0 skipped | ' "$tmp/three/matrix.md")" -eq "$(ids "$full" | wc -l)"
+check "check-all (stub parts, 3 lanes): the last line adds them up" \
+	test "$(tail -n 1 "$tmp/three.out")" == "$(ids "$full" | wc -l) passed, 0 failed, 0 skipped"
+fake one 1
+check "check-all (stub parts, 1 lane): runs them in the queue's order" \
+	test "$(cat "$tmp/one/ran" 2>/dev/null)" == "$(sed -n 's/^queue: //p' <<< "$full" | tr ' ' '\n')"
 check "check-all: the 6.12 part runs make check whole (host parts once)" \
 	bash -c 'grep "^part: 6.12|" <<< "$1" | grep -vq KMODLAB_CHECK_PARTS' _ "$ci"
 check "check-all: no other part runs the host checks" \
