@@ -202,6 +202,10 @@ def validate(lab):
         if st["n"] not in seen:
             raise LabError(f"lab {lab['name']}: step {st['n']} removes no code "
                            f"from {', '.join(lab['sources'])}")
+    wrong = sheet_names(lab)
+    if wrong:
+        raise LabError("the sheet names what the solution does not have:\n  " +
+                       "\n  ".join(wrong))
     # every graded test exists (when the selftest is built: `-l` lists them)
     binary = os.path.join(REPO, "build", "selftests", lab["selftest"])
     if os.access(binary, os.X_OK):
@@ -220,6 +224,94 @@ def validate(lab):
                 if t not in have:
                     raise LabError(f"lab {lab['name']}: step {st['n']} grades {t}, "
                                    f"which {lab['selftest']} does not have")
+
+
+SHEET_SPAN = re.compile(r"`([^`\n]+)`")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+SRC_EXT = (".c", ".h", ".ko", ".toml")
+
+
+def sheet_names(lab):
+    """What the lab's sheet (labs/NAME/README.md) names in `backticks` that
+    only this repository defines, and the solution no longer has: a kml_
+    identifier, a member expression of the lab's own code (fn->set), a
+    graded test (fixture.test), a file of ours. A rename in the module
+    then breaks make lab-check instead of leaving students hunting for a
+    name the sheet made up. Kernel API names are the kernel's to keep
+    (skb->data, of a struct sk_buff *skb), and code blocks are
+    commands and sketches: neither is checked. Returns
+    ["LINE: `NAME` ..."], empty when the sheet and the solution agree."""
+    sheet = os.path.join(LABS, lab["name"], "README.md")
+    try:
+        text = open(sheet).read()
+    except OSError:
+        return [f"no sheet {sheet}"]
+    text = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    own, everything, files = "", "", set()
+    dirs = [os.path.join("modules", m) for m in lab["modules"]]
+    for root, _, names in os.walk(REPO):
+        rel = os.path.relpath(root, REPO)
+        if rel.split(os.sep)[0] in ("build", ".git"):
+            continue
+        for n in names:
+            files.add(n)
+            if not n.endswith((".c", ".h")):
+                continue
+            try:
+                body = open(os.path.join(root, n), errors="replace").read()
+            except OSError:
+                continue
+            everything += body
+            if any(rel == d or rel.startswith(d + os.sep) for d in dirs):
+                own += body
+    # the members the lab's own structs declare: "u32 policy;" and the like
+    fields = set()
+    for body in re.findall(r"^(?:struct|union) \w+ \{(.*?)^\};", own, re.S | re.M):
+        fields |= set(re.findall(r"(\w+)(?:\[[^]]*\])?(?:\s*:\s*\d+)?;", body))
+    test_src = ""
+    for n in ("selftests/" + lab["selftest"].removesuffix("_test") + "/" + lab["selftest"] + ".c",):
+        try:
+            test_src = open(os.path.join(REPO, n)).read()
+        except OSError:
+            pass
+    fixtures = set(re.findall(r"^FIXTURE\((\w+)\)", test_src, re.M)) | {"global"}
+    tests = {f"{f}.{t}" for f, t in re.findall(
+        r"^TEST_F(?:_TIMEOUT)?\((\w+),\s*(\w+)", test_src, re.M)}
+    tests |= {f"global.{t}" for t in re.findall(r"^TEST\((\w+)\)", test_src, re.M)}
+
+    def has(word, body):
+        return re.search(r"(?<![\w])" + re.escape(word) + r"(?![\w])", body) is not None
+
+    def ours(path):
+        """a->b->c is ours to check: a is declared a struct kml_ (not
+        "struct kretprobe_instance *ri"), or if a is not declared in the
+        lab's code (r->ctrl->tail written as ctrl->tail), c is a member
+        one of our structs declares."""
+        types = set(re.findall(r"struct (\w+)\s*\*?\s*" + re.escape(path[0]) + r"\b", own))
+        if types:
+            return any(t.startswith("kml_") for t in types)
+        return path[-1] in fields
+
+    bad = []
+    for no, line in enumerate(text.split("\n"), 1):
+        for span in SHEET_SPAN.findall(line):
+            tok = re.sub(r"^(struct|enum|union) ", "", span.strip())
+            tok = tok.removesuffix("()")
+            if re.fullmatch(r"kml_\w+\.(c|h|ko)", tok):
+                ok = tok in files or tok.removesuffix(".ko") + ".c" in files
+            elif re.fullmatch(r"(kml|KML)_\w+", tok):
+                # a function, type or constant; or a selftest program
+                ok = has(tok, everything) or tok + ".c" in files
+            elif re.fullmatch(r"[a-z_]\w*\.\w+", tok) and tok.split(".")[0] in fixtures:
+                ok = tok in tests
+            elif re.fullmatch(r"[a-z_]\w*(->\w+)+", tok) and ours(tok.split("->")):
+                ok = re.search(r"(?<![\w.])" + r"\s*->\s*".join(map(re.escape, tok.split("->"))),
+                               own) is not None
+            else:
+                continue
+            if not ok:
+                bad.append(f"{os.path.relpath(sheet, REPO)}:{no}: `{span}` is not in the solution")
+    return bad
 
 
 def kdir():

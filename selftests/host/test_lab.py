@@ -316,6 +316,42 @@ def a_copied_solution_is_flagged():
         shutil.rmtree(sol)
 
 
+@test
+def a_sheet_naming_what_the_solution_lacks_is_refused():
+    """labs/NAME/README.md against the solution: a renamed function, a
+    member expression of our own structs, a graded test or a file of ours
+    that do not exist are named with their line; the kernel's API and
+    members of the kernel's structs are not ours to check."""
+    lb = lab.load_lab("filter")
+    d = tempfile.mkdtemp()
+    saved = lab.LABS
+    try:
+        os.makedirs(os.path.join(d, "filter"))
+        sheet = open(os.path.join(saved, "filter", "README.md")).read()
+        good = ("\nKernel names: `nf_unregister_hook()`, `skb->data`, `struct nf_hook_ops`,"
+                " `set->policy`, `filter.counters_are_exact`, `kml_filter_logic.c`.\n"
+                "```\nkml_filter_gone() in a code block\n```\n")
+        with open(os.path.join(d, "filter", "README.md"), "w") as f:
+            f.write(sheet + good)
+        lab.LABS = d
+        assert lab.sheet_names(lb) == []
+        lab.validate(lb)
+        bad = ("`kml_filter_hook_v2()` `set->policy_in` `filter.counts_are_exact`"
+               " `kml_filter_gone.c` `struct kml_filter_sett`\n")
+        with open(os.path.join(d, "filter", "README.md"), "w") as f:
+            f.write(sheet + good + bad)
+        why = lab.sheet_names(lb)
+        n = (sheet + good).count("\n") + 1
+        for name in ("kml_filter_hook_v2()", "set->policy_in", "filter.counts_are_exact",
+                     "kml_filter_gone.c", "struct kml_filter_sett"):
+            assert f"README.md:{n}: `{name}` is not in the solution" in "\n".join(why), why
+        assert len(why) == 5, why
+        refuses("the sheet names what the solution does not have", lab.validate, lb)
+    finally:
+        lab.LABS = saved
+        shutil.rmtree(d)
+
+
 def main():
     print("TAP version 13")
     print(f"1..{len(tests)}")
