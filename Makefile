@@ -63,7 +63,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install install-userspace deb dkms-install check-all check-full readme-matrix \
 	check-stock check-loaded \
-	lab lab-list lab-build grade grade-all lab-check test kernel-export kernel-import coverage \
+	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
 
@@ -94,7 +94,8 @@ help:
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make vm         interactive guest shell with the modules built'
-	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x'
+	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x, make submit NAME=you'
+	@echo 'make grade-all LAB=x DIRS="trees or archives" CSV=f  an instructor'"'"'s batch: scores and each step'"'"'s first failure'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1|7.3, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
@@ -436,7 +437,13 @@ lab-build: $(KDIR_DEP)
 grade: $(KDIR_DEP) userspace selftests
 	+@$(LAB_PY) grade $(LAB) $(if $(DIR),--dir '$(DIR)')
 
-# an instructor's batch: make grade-all LAB=x DIRS="tree1 tree2 ..." CSV=scores.csv
+# a student's hand-in: make submit [LAB=x] [DIR=work/x] [NAME=$USER] writes
+# NAME-x.tar.gz beside the tree (its sources only)
+submit:
+	@$(LAB_PY) submit $(LAB) $(if $(DIR),--dir '$(DIR)') $(if $(NAME),--name '$(NAME)')
+
+# an instructor's batch: make grade-all LAB=x DIRS="tree1 alice-x.tar.gz ..." CSV=scores.csv
+# (trees, or archives from make submit; the CSV gives each step's first failure)
 grade-all: $(KDIR_DEP) userspace selftests
 	+@$(LAB_PY) grade-many $(LAB) --csv $(or $(CSV),scores-$(LAB).csv) $(DIRS)
 

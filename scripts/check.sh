@@ -459,15 +459,20 @@ class=$build/labcheck/class
 rm -rf "$class"
 "$here/lab.py" gen hello --step 5 --dir "$class/alice/hello" > /dev/null &&
 "$here/lab.py" gen hello --step 5 --dir "$class/bob/hello" > /dev/null &&
+"$here/lab.py" gen hello --step 4 --dir "$class/carol/hello" > /dev/null &&
 sed -i '0,/^static int __init kml_hello_init(void)$/{n;s/^{$/{\n\t*(volatile int *)0 = 1;/}' \
 	"$class/alice/hello/modules/kml_hello/kml_hello.c"
+# bob hands his tree in as make submit packs it
+"$here/lab.py" submit hello --dir "$class/bob/hello" --name bob --out-dir "$class" > /dev/null
 "$here/lab.py" grade-many hello --csv "$class/scores.csv" "$class/alice/hello" \
-	"$class/bob/hello" > "$logs/grade-many.log" 2>&1
-# bob handed in the generated solution: full marks, and flagged as such
+	"$class/bob-hello.tar.gz" "$class/carol/hello" > "$logs/grade-many.log" 2>&1
+# bob handed in the generated solution: full marks, and flagged as such;
+# carol left step 4 (of 4) undone: her row says which test failed and why
 if grep -q '^alice,.*,0,7,broke the kernel: the kernel oopsed' "$class/scores.csv" &&
    ! grep -q '^alice,.*COPIED' "$class/scores.csv" &&
-   grep -q "^bob,.*,7,7,COPIED: modules/kml_hello/kml_hello.c is the solution's code" "$class/scores.csv"; then
-	ok "make grade-all: a module that oopses at load scores 0, the next tree full marks; a handed-in solution is flagged COPIED"
+   grep -q "^bob,.*/build/submissions/hello/bob/hello,.*,7,7,COPIED: modules/kml_hello/kml_hello.c is the solution's code" "$class/scores.csv" &&
+   grep -qE '^carol,[^,]*,1,1,([0-9],){4}[0-6],7,,,,,"?hello\.writable_[a-z_]+: [^ ]' "$class/scores.csv"; then
+	ok "make grade-all: a module that oopses at load scores 0, the next trees are graded; a handed-in solution (an archive of make submit) is flagged COPIED; an unfinished step's first failure is in the CSV"
 else
 	cat "$class/scores.csv" 2>/dev/null
 	bad "make grade-all with a module that oopses (see $logs/grade-many.log)"

@@ -40,6 +40,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 try:
     import tomllib
 except ImportError:  # Python < 3.11 (Ubuntu 22.04): lab.toml's subset
@@ -406,11 +407,13 @@ all:
 \t$(MAKE) -C $(REPO) lab-build LAB=$(LAB) DIR=$(CURDIR)
 grade:
 \t$(MAKE) -C $(REPO) grade LAB=$(LAB) DIR=$(CURDIR)
+submit:
+\t$(MAKE) -C $(REPO) submit LAB=$(LAB) DIR=$(CURDIR) $(if $(NAME),NAME=$(NAME))
 vm: all
 \t$(MAKE) -C $(REPO) vm KMODLAB_KO_DIR=$(CURDIR)
 clean:
 \t$(MAKE) -C $$($(REPO)/scripts/kernel.sh kdir) M=$(CURDIR) clean
-.PHONY: all grade vm clean
+.PHONY: all grade submit vm clean
 """)
     with open(os.path.join(dest, ".kmodlab-lab"), "w") as f:
         json.dump({"lab": lab["name"], "step": step, "repo": REPO}, f)
@@ -616,6 +619,8 @@ def grade(lab, dest):
             elif nxt is None:
                 nxt = st
             print(f"  {t} {'.' * max(3, 50 - len(t))} {verdict} [{score}/{total}]")
+            if verdict == "failed" and tree.get("why", {}).get(t):
+                print(f"      {tree['why'][t]}")
     if rc == 125 and not tree.get("broke"):
         print("  the guest kernel log has a splat: see "
               f"{out}/dmesg.txt (a WARN, BUG or Oops from your code costs the run)")
@@ -628,6 +633,94 @@ def grade(lab, dest):
     else:
         print("Full marks. Going further: see the end of LAB.md.")
     return 0 if score == total and rc == 0 else 1
+
+
+def first_failure(output):
+    """The line of a failed test's kselftest output that says why: its
+    first failed assertion ("kml_filter_test.c:812:counters_are_exact:
+    Expected 10 (10) == n (0)", with the TH_LOG of the same line after
+    it), else how it ended (a time-out, a signal), else its last comment."""
+    lines = [ln[2:].strip() for ln in output.splitlines() if ln.startswith("# ")]
+    for i, ln in enumerate(lines):
+        m = re.match(r"(\S+?):(\d+):(\w+):Expected ", ln)
+        if m:
+            why = f"{os.path.basename(m.group(1))}{ln[len(m.group(1)):]}"
+            at = f"{m.group(1)}:{m.group(2)}:{m.group(3)}:"
+            if i + 1 < len(lines) and lines[i + 1].startswith(at):
+                why += " (" + lines[i + 1][len(at):].strip() + ")"
+            return why
+    for ln in lines:
+        if re.search(r"Test terminated|no result within|no such test", ln):
+            return ln
+    rest = [ln for ln in lines if not re.match(r"(RUN|OK|FAIL|SKIP)\s|(PASSED|FAILED|Totals):", ln)]
+    return rest[-1] if rest else "failed"
+
+
+SUBMIT_SKIP = re.compile(r"(\.(o|ko|cmd|mod|mod\.c|mod\.o|gcno|gcda|order|symvers|log)$"
+                         r"|^(\.tmp_.*|Module\.symvers|modules\.order|deps\.symvers)$)")
+
+
+def submit(lab, dest, name, out_dir=None):
+    """Packs a student tree for the instructor: NAME-LAB.tar.gz beside it
+    (or in @out_dir), the sources only (what make builds, not what it
+    built), under one top directory NAME-LAB/. Returns the archive's path."""
+    dest = os.path.abspath(dest)
+    if not os.path.exists(os.path.join(dest, ".kmodlab-lab")):
+        raise LabError(f"{dest} is not a student tree (no .kmodlab-lab): make lab LAB={lab['name']}")
+    check_lab_of(lab, dest)
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", name):
+        raise LabError(f"'{name}': a name is letters, digits, '.', '_' and '-' (NAME=alice)")
+    top = f"{name}-{lab['name']}"
+    path = os.path.join(out_dir or os.path.dirname(dest), top + ".tar.gz")
+
+    def keep(ti):
+        base = os.path.basename(ti.name)
+        if ti.issym() or ti.islnk() or SUBMIT_SKIP.search(base):
+            return None
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+    tmp = path + ".new"
+    with tarfile.open(tmp, "w:gz") as t:
+        t.add(dest, arcname=top, filter=keep)
+    os.rename(tmp, path)
+    return path
+
+
+def unpack_submissions(paths, into):
+    """grade-all's arguments as trees: a directory is one, an archive from
+    make submit is unpacked under @into (members that would land outside it,
+    links and devices refused: tarfile's "data" filter), as @into/NAME/LAB,
+    so that the student is named by the archive (alice-filter.tar.gz:
+    alice). An archive that is not one is a LabError naming it."""
+    trees = []
+    for p in paths:
+        if not p.endswith((".tar.gz", ".tgz")):
+            trees.append(p)
+            continue
+        stem = re.sub(r"\.(tar\.gz|tgz)$", "", os.path.basename(p))
+        tmp = os.path.join(into, ".unpack-" + stem)
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        try:
+            with tarfile.open(p) as t:
+                t.extractall(tmp, filter="data")
+            tops = os.listdir(tmp)
+            meta = os.path.join(tmp, tops[0], ".kmodlab-lab") if len(tops) == 1 else ""
+            if not os.path.isfile(meta):
+                raise LabError("no student tree inside")
+            lab_name = json.load(open(meta))["lab"]
+        except (OSError, ValueError, KeyError, tarfile.TarError, LabError) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise LabError(f"{p}: not an archive of make submit ({e})")
+        name = stem.removesuffix("-" + lab_name) or stem
+        d = os.path.join(into, name, lab_name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(os.path.dirname(d), exist_ok=True)
+        os.rename(os.path.join(tmp, tops[0]), d)
+        shutil.rmtree(tmp)
+        trees.append(d)
+    return trees
 
 
 def student_names(dirs):
@@ -646,7 +739,8 @@ def grade_many(lab, dirs, csv_path):
     """Grades many student trees in as few guests as it can (a tree that
     breaks the kernel ends its guest); writes a CSV of scores. Non-zero if
     some tree could not be graded."""
-    dirs = [os.path.abspath(d) for d in dirs]
+    dirs = [os.path.abspath(d) for d in
+            unpack_submissions(dirs, os.path.join(REPO, "build", "submissions", lab["name"]))]
     ensure_deps([lab])
     trees, rows, total = [], {}, sum(len(s["tests"]) for s in lab["step"])
     for i, (d, who) in enumerate(zip(dirs, student_names(dirs))):
@@ -679,7 +773,8 @@ def grade_many(lab, dirs, csv_path):
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["student", "dir", "built", "loads"] + [f"step{s['n']}" for s in lab["step"]]
-                   + ["total", "max", "note"])
+                   + ["total", "max", "note"]
+                   + [f"step{s['n']} first failure" for s in lab["step"]])
         for d, row in rows.items():
             r = results.get(row.get("tag"))
             if row.get("tag") and r is None:
@@ -692,8 +787,15 @@ def grade_many(lab, dirs, csv_path):
                 row["note"] = "; ".join(filter(None, [row["note"], "COPIED: "
                                                       + "; ".join(row["copied"])]))
             steps = [sum(r["tests"].get(t) == "passed" for t in s["tests"]) for s in lab["step"]]
+            # per step, its first test that did not pass, and why
+            whys = []
+            for s in lab["step"]:
+                t = next((t for t in s["tests"] if r["tests"].get(t) != "passed"), None)
+                v = r["tests"].get(t, "not run")
+                whys.append("" if t is None else
+                            f"{t}: {r.get('why', {}).get(t) or v}")
             w.writerow([row["student"], d, int(row["built"]), int(r["load"]["ok"])] + steps
-                       + [sum(steps), total, row["note"]])
+                       + [sum(steps), total, row["note"]] + whys)
             print(f"{row['student']}: [{sum(steps)}/{total}]"
                   + (f" ({row['note']})" if row["note"] else ""))
     print(f"scores: {csv_path}")
@@ -899,6 +1001,8 @@ def guest_run(planf):
                         outp += f"\n# no such test {t} in {run['selftest']}?\n"
                 sys.stdout.write(outp)
                 r["tests"][t] = v
+                if v == "failed":
+                    r.setdefault("why", {})[t] = first_failure(outp)
                 if broken(None if st is not None else f"{t} hung"):
                     save()
                     return 0
@@ -931,6 +1035,11 @@ def main():
     g.add_argument("lab")
     g.add_argument("--csv", required=True)
     g.add_argument("dirs", nargs="+")
+    g = sub.add_parser("submit")
+    g.add_argument("lab", nargs="?")
+    g.add_argument("--dir")
+    g.add_argument("--name", default=os.environ.get("USER") or "student")
+    g.add_argument("--out-dir")
     g = sub.add_parser("check")
     g.add_argument("--only", action="append")
     g = sub.add_parser("validate")
@@ -958,7 +1067,7 @@ def main():
             return check(a.only or lab_names(), tag)
         if a.cmd == "grade-many":
             return grade_many(load_lab(a.lab), a.dirs, a.csv)
-        if a.cmd in ("grade", "build") and not a.lab:
+        if a.cmd in ("grade", "build", "submit") and not a.lab:
             meta = os.path.join(a.dir or ".", ".kmodlab-lab")
             if not os.path.exists(meta):
                 raise LabError("which lab? LAB=<name> (make lab-list shows them)")
@@ -967,6 +1076,10 @@ def main():
         dest = os.path.abspath(a.dir or os.path.join(REPO, "work", lab["name"]))
         if a.cmd == "gen":
             gen(lab, a.step, dest, a.force)
+            return 0
+        if a.cmd == "submit":
+            path = submit(lab, dest, a.name, a.out_dir)
+            print(f"lab {lab['name']}: {path} holds your tree's sources: hand it in")
             return 0
         if a.cmd == "build":
             ensure_deps([lab])

@@ -352,6 +352,150 @@ def a_sheet_naming_what_the_solution_lacks_is_refused():
         shutil.rmtree(d)
 
 
+@test
+def first_failure_says_why_a_test_failed():
+    out = """#  RUN           filter.counters_are_exact ...
+# selftests/kml_filter/kml_filter_test.c:812:counters_are_exact:Expected 10 (10) == n (0)
+# selftests/kml_filter/kml_filter_test.c:812:counters_are_exact:rule 0 after 10 packets
+# selftests/kml_filter/kml_filter_test.c:820:counters_are_exact:Expected 1 (1) == m (0)
+# counters_are_exact: Test failed
+#          FAIL  filter.counters_are_exact
+not ok 1 filter.counters_are_exact
+# FAILED: 0 / 1 tests passed.
+"""
+    assert lab.first_failure(out) == ("kml_filter_test.c:812:counters_are_exact:"
+                                      "Expected 10 (10) == n (0) (rule 0 after 10 packets)")
+    out = """#  RUN           dev.get_info ...
+# dev.get_info: Test terminated by timeout
+#          FAIL  dev.get_info
+not ok 1 dev.get_info
+"""
+    assert lab.first_failure(out) == "dev.get_info: Test terminated by timeout"
+    out = "# x.c:5:t:Expected 'a' == 'b'.\n# t: Test terminated by assertion\nnot ok 1 f.t\n"
+    assert lab.first_failure(out) == "x.c:5:t:Expected 'a' == 'b'."
+    out = "#  RUN           f.t ...\n# the device is gone\n#      FAIL  f.t\nnot ok 1 f.t\n"
+    assert lab.first_failure(out) == "the device is gone"
+    assert lab.first_failure("") == "failed"
+
+
+def _tree(name):
+    """A student tree of lab @name at step 1, where the guest would see it."""
+    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
+    os.rmdir(d)
+    lab.gen(lab.load_lab(name), 1, d, quiet=True)
+    return d
+
+
+@test
+def submit_packs_the_sources_only():
+    lb = lab.load_lab("hello")
+    d = _tree("hello")
+    out = tempfile.mkdtemp()
+    try:
+        src = os.path.join(d, lb["sources"][0])
+        for junk in (".o", ".ko", ".mod.c"):
+            open(src[:-2] + junk, "w").close()
+        open(os.path.join(d, "grade-build.log"), "w").close()
+        os.symlink("/etc/passwd", os.path.join(d, "link"))
+        path = lab.submit(lb, d, "alice", out)
+        assert path == os.path.join(out, "alice-hello.tar.gz"), path
+        import tarfile
+        names = tarfile.open(path).getnames()
+        assert all(n == "alice-hello" or n.startswith("alice-hello/") for n in names), names
+        assert "alice-hello/.kmodlab-lab" in names, names
+        assert "alice-hello/" + lb["sources"][0] in names, names
+        assert not [n for n in names if n.endswith((".o", ".ko", ".mod.c", ".log", "/link"))], names
+        refuses("a name is letters", lab.submit, lb, d, "../bob", out)
+        refuses("not a student tree", lab.submit, lb, out, "alice", out)
+        refuses("is a tree of lab 'hello'", lab.submit, lab.load_lab("stats"), d, "alice", out)
+    finally:
+        shutil.rmtree(d)
+        shutil.rmtree(out)
+
+
+@test
+def grade_all_unpacks_submitted_archives_and_refuses_others():
+    import io
+    import tarfile
+    lb = lab.load_lab("hello")
+    d = _tree("hello")
+    tmp = tempfile.mkdtemp()
+    into = os.path.join(tmp, "into")
+    try:
+        path = lab.submit(lb, d, "alice", tmp)
+        got = lab.unpack_submissions([path, d], into)
+        assert got == [os.path.join(into, "alice", "hello"), d], got
+        assert os.path.isfile(os.path.join(got[0], lb["sources"][0]))
+        assert lab.student_names(got[:1] + [os.path.join(into, "bob", "hello")]) == ["alice", "bob"]
+        # a member that climbs out of the directory, and an archive of no tree
+        evil = os.path.join(tmp, "mallory-hello.tar.gz")
+        with tarfile.open(evil, "w:gz") as t:
+            data = b"owned"
+            ti = tarfile.TarInfo("../../escaped")
+            ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+        refuses("not an archive of make submit", lab.unpack_submissions, [evil], into)
+        assert not os.path.exists(os.path.join(tmp, "escaped"))
+        assert not os.path.exists(os.path.join(os.path.dirname(tmp), "escaped"))
+        empty = os.path.join(tmp, "eve-hello.tar.gz")
+        with tarfile.open(empty, "w:gz") as t:
+            t.add(os.path.join(d, "Makefile"), arcname="eve-hello/Makefile")
+        refuses("no student tree inside", lab.unpack_submissions, [empty], into)
+        junk = os.path.join(tmp, "junk.tgz")
+        open(junk, "w").write("not gzip")
+        refuses("not an archive of make submit", lab.unpack_submissions, [junk], into)
+    finally:
+        shutil.rmtree(d)
+        shutil.rmtree(tmp)
+
+
+@test
+def grade_all_csv_gives_each_steps_first_failure():
+    """grade-many's CSV, with the guest faked: per student and step, the
+    first test that did not pass and why; nothing for a step done."""
+    import csv as csvmod
+    lb = lab.load_lab("hello")
+    a, b = _tree("hello"), _tree("hello")
+    tmp = tempfile.mkdtemp()
+    saved = (lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run)
+    why = "kml_hello_test.c:300:writable_parameter:Expected 0 (0) == ret (-1), errno 13"
+    every = [t for s in lb["step"] for t in s["tests"]]
+
+    def fake_vm_run(plan, name, single=False, timeout=1500):
+        res = {}
+        for t in plan["trees"]:
+            tests = {x: "passed" for x in every}
+            r = {"load": {"ok": True, "msg": "ok"}, "tests": tests, "broke": None}
+            if t["ko_dir"] == a:
+                tests["hello.writable_parameter"] = "failed"
+                tests["hello.writable_parameter_validates"] = "skipped"
+                r["why"] = {"hello.writable_parameter": why}
+            res[t["name"]] = r
+        return 0, res, tmp
+    try:
+        lab.build = lambda lab_, d, log=None, jobs=None: True
+        lab.ko_files = lambda lab_, d: []
+        lab.ensure_deps = lambda labs: None
+        lab.vm_run = fake_vm_run
+        out = os.path.join(tmp, "s.csv")
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert lab.grade_many(lb, [a, b], out) == 0
+        rows = list(csvmod.reader(open(out)))
+        head, ra, rb = rows[0], rows[1], rows[2]
+        n = len(lb["step"])
+        assert head[-n:] == [f"step{i} first failure" for i in range(1, n + 1)], head
+        assert ra[head.index("total")] == str(len(every) - 2), ra
+        assert ra[-n:] == [""] * (n - 1) + [f"hello.writable_parameter: {why}"], ra
+        assert rb[-n:] == [""] * n and rb[head.index("total")] == str(len(every)), rb
+    finally:
+        lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run = saved
+        shutil.rmtree(a)
+        shutil.rmtree(b)
+        shutil.rmtree(tmp)
+
+
 def main():
     print("TAP version 13")
     print(f"1..{len(tests)}")
