@@ -79,6 +79,10 @@ done
 if [[ ${KMODLAB_CHECK_ALL_PLAN:-} == 1 ]]; then
 	echo "lanes: $lanes"
 	echo "queue: ${queue[*]}"
+	for p in "${parts[@]}"; do
+		[[ " ${queue[*]} " == *" ${p%%|*} "* ]] ||
+			{ echo "check-all: part '${p%%|*}' is in no queue" >&2; exit 1; }
+	done
 	for id in "${queue[@]}"; do
 		[[ -n ${cmd[$id]:-} ]] || { echo "check-all: no part '$id'" >&2; exit 1; }
 		echo "part: $id|${kernel[$id]}|${cmd[$id]}"
@@ -86,25 +90,39 @@ if [[ ${KMODLAB_CHECK_ALL_PLAN:-} == 1 ]]; then
 	exit 0
 fi
 
-# KMODLAB_CHECK_ALL_FAKE=1 (the host tests): each part is a stub that
-# notes it ran and passes one test, and nothing is installed or built:
-# what is tested is the lanes sharing out the queue, and the table.
-fake=${KMODLAB_CHECK_ALL_FAKE:-0}
-if ((fake)); then
+# KMODLAB_CHECK_ALL_FAKE (the host tests): nothing is installed or built,
+# and each part is a stub: with 1, one that notes it ran and passes one
+# test; else the program it names, run as "PROGRAM ID OUTDIR". What is
+# tested is the lanes sharing out the queue, the table and the exit code.
+fake=${KMODLAB_CHECK_ALL_FAKE:-}
+if [[ -n $fake ]]; then
 	for id in "${queue[@]}"; do
-		cmd[$id]="echo $id >> '$out/ran'; sleep 0.\$((RANDOM % 4)); echo '1 passed, 0 failed, 0 skipped'"
+		if [[ $fake == 1 ]]; then
+			cmd[$id]="echo $id >> '$out/ran'; sleep 0.\$((RANDOM % 4)); echo '1 passed, 0 failed, 0 skipped'"
+		else
+			cmd[$id]="'$fake' $id '$out'"
+		fi
 	done
 	bg_kernels=()
 fi
 rm -rf "$out"
 mkdir -p "$out"
 t_all=$SECONDS
-# Interrupted (Ctrl-C, or CI's time limit): take the lanes' guests and
-# builds down too, rather than leave them running.
-trap 'trap - INT TERM; kill 0' INT TERM
+# Interrupted (Ctrl-C, or CI's time limit): take down what this script
+# started, the lanes' guests and builds too, rather than leave them
+# running: by parent, not by process group (vm-run's timeout puts QEMU in
+# a group of its own, and ours may be the caller's).
+kill_tree() {	# stopped first, so that a lane cannot start its next part
+	local c
+	kill -STOP "$1" 2> /dev/null
+	for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+	kill -TERM "$1" 2> /dev/null
+	kill -CONT "$1" 2> /dev/null
+}
+trap 'trap - INT TERM; for c in $(pgrep -P $$); do kill_tree "$c"; done; exit 130' INT TERM
 # Packages and the 6.12 tree first, alone: both lanes need them, and two
 # apt-gets at once would only wait for each other.
-if ((!fake)); then
+if [[ -z $fake ]]; then
 "$here/deps.sh" host kernel vm check trace stock deb pkg=debootstrap >&2 || exit 1
 if [[ $mode == full ]]; then
 	for kv in 7.3 6.1; do KVER=$kv "$here/deps.sh" kernel >&2 || exit 1; done
@@ -160,12 +178,13 @@ run_lane() {
 	done
 }
 
+# All in the background: a trap runs during `wait`, not until a part in
+# the foreground would have ended.
 lane_pids=()
-for ((l = 1; l < lanes; l++)); do
+for ((l = 0; l < lanes; l++)); do
 	run_lane &
 	lane_pids+=($!)
 done
-run_lane
 wait "${lane_pids[@]}"
 wait "$bg"
 

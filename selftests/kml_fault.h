@@ -107,6 +107,24 @@ static inline void kml_fault_exit(struct kml_fault *f)
 	memset(f->saved_range, 0, sizeof(f->saved_range));
 }
 
+/*
+ * Sets the stack filter's range to [@start, ULONG_MAX) on both injectors,
+ * saving what was there the first time (kml_fault_exit() puts it back).
+ */
+static inline int kml_fault_set_range(struct kml_fault *f, const char *start)
+{
+	static const char end[] = "18446744073709551615";
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < KML_FAULT_RANGE && !ret && !f->saved_range[0][0]; i++)
+		ret = kml_fault_read_knob(kml_fault_range[i], f->saved_range[i],
+					  sizeof(f->saved_range[i]));
+	for (i = 0; i < KML_FAULT_RANGE && !ret; i++)
+		ret = kml_fault_knob(kml_fault_range[i], i % 2 ? end : start);
+	return ret;
+}
+
 /* Logged when injection starts; must match scripts/vm-run.sh. */
 #define KML_FAULT_MARK "kmodlab: allocation-failure injection armed"
 
@@ -134,6 +152,9 @@ static inline int kml_fault_init(struct kml_fault *f)
 					  sizeof(f->saved[i]));
 	for (i = 0; i < KML_FAULT_KNOBS && !ret; i++)
 		ret = kml_fault_knob(kml_fault_knobs[i][0], kml_fault_knobs[i][1]);
+	/* every allocation, even if a test that died left a narrower range */
+	if (!ret && !access(kml_fault_range[0], W_OK))
+		ret = kml_fault_set_range(f, "0");
 	if (ret)
 		kml_fault_exit(f);
 	else	/* scripts/vm-run.sh: what follows may be the kernel's reaction */
@@ -158,10 +179,7 @@ static inline int kml_fault_modules_only(struct kml_fault *f)
 {
 	unsigned long long end = 0, addr;
 	char line[256], sym[128], type, start[24];
-	const char *val[KML_FAULT_RANGE];
 	FILE *ksyms;
-	size_t i;
-	int ret = 0;
 
 	if (access(kml_fault_range[0], W_OK))
 		return -errno;
@@ -177,14 +195,7 @@ static inline int kml_fault_modules_only(struct kml_fault *f)
 	if (end < 0xffff800000000000ULL)
 		return -ENOENT;
 	snprintf(start, sizeof(start), "%llu", end);
-	val[0] = val[2] = start;
-	val[1] = val[3] = "18446744073709551615";
-	for (i = 0; i < KML_FAULT_RANGE && !ret; i++)
-		ret = kml_fault_read_knob(kml_fault_range[i], f->saved_range[i],
-					  sizeof(f->saved_range[i]));
-	for (i = 0; i < KML_FAULT_RANGE && !ret; i++)
-		ret = kml_fault_knob(kml_fault_range[i], val[i]);
-	return ret;
+	return kml_fault_set_range(f, start);
 }
 
 /* The next system calls' @n-th allocation will fail (0 disarms). */

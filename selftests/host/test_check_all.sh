@@ -25,7 +25,6 @@ for id in 6.1 7.3 7.3-per-test stock-6.12 stock-deb13; do
 	check "check-full adds $id, CI does not" \
 		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
 done
-check "check-all: one lane runs the same parts" test "$(ids "$one")" == "$(ids "$ci")"
 check "check-all: KMODLAB_LANES=1 is one lane" grep -qx "lanes: 1" <<< "$one"
 check "check-all: two lanes by default" grep -qx "lanes: 2" <<< "$ci"
 
@@ -46,6 +45,59 @@ check "check-all (stub parts, 3 lanes): the last line adds them up" \
 fake one 1
 check "check-all (stub parts, 1 lane): runs them in the queue's order" \
 	test "$(cat "$tmp/one/ran" 2>/dev/null)" == "$(sed -n 's/^queue: //p' <<< "$full" | tr ' ' '\n')"
+
+# A part that fails, and one that ends without its summary line: both
+# count as failed, the others still run, and check-all exits 1.
+cat > "$tmp/stub" <<'EOF'
+#!/bin/bash
+echo "$1" >> "$2/ran"
+case $1 in
+labs)	echo "FAIL: something"; echo "3 passed, 1 failed, 0 skipped"; exit 1 ;;
+debug)	echo "the guest died"; exit 2 ;;
+*)	echo "2 passed, 0 failed, 1 skipped" ;;
+esac
+EOF
+chmod +x "$tmp/stub"
+KMODLAB_CHECK_ALL_FAKE=$tmp/stub KMODLAB_CHECK_ALL_OUT="$tmp/bad" "$repo/scripts/check-all.sh" > "$tmp/bad.out" 2>&1
+check "check-all (a part fails, one has no summary): exits 1" test $? -eq 1
+check "check-all (a part fails): every part still ran" \
+	test "$(sort "$tmp/bad/ran" 2>/dev/null)" == "$(ids "$ci")"
+check "check-all (a part fails): its row counts its failure" grep -q '| 3 passed, 1 failed, 0 skipped |' "$tmp/bad/matrix.md"
+check "check-all (no summary line): the part counts as failed" \
+	bash -c 'grep -q "^| 6.12 debug .* | 0 passed, 1 failed, 0 skipped |" "$1" &&
+		grep -q "FAIL: debug ended without a summary line" "$2"' _ "$tmp/bad/matrix.md" "$tmp/bad.out"
+others=$(($(ids "$ci" | wc -l) - 2))
+check "check-all (a part fails): the last line adds up" \
+	test "$(tail -n 1 "$tmp/bad.out")" == "$((3 + 2 * others)) passed, 2 failed, $others skipped"
+
+# Interrupted, it takes down what it started, even a process in a
+# process group of its own (as vm-run's timeout puts QEMU).
+cat > "$tmp/slow" <<'EOF'
+#!/bin/bash
+setsid sleep 300 &
+echo $! >> "$2/sleepers"
+wait
+EOF
+chmod +x "$tmp/slow"
+KMODLAB_CHECK_ALL_FAKE=$tmp/slow KMODLAB_CHECK_ALL_OUT="$tmp/int" "$repo/scripts/check-all.sh" > "$tmp/int.out" 2>&1 &
+ca=$!
+for _ in $(seq 100); do
+	[[ -f $tmp/int/sleepers && $(wc -l < "$tmp/int/sleepers") -ge 2 ]] && break
+	sleep 0.1
+done
+kill -TERM "$ca"
+wait "$ca"
+rc=$?
+sleep 0.5
+# alive: not gone, nor a zombie waiting for init to reap it
+alive=0
+while read -r p; do
+	st=$(ps -o stat= -p "$p")
+	[[ -n $st && $st != Z* ]] && alive=$((alive + 1)) && kill "$p"
+done < "$tmp/int/sleepers"
+check "check-all (TERM): stops with 130" test "$rc" -eq 130
+check "check-all (TERM): both lanes' processes are gone, own process groups too" \
+	test "$(wc -l < "$tmp/int/sleepers")" -eq 2 -a "$alive" -eq 0
 check "check-all: the 6.12 part runs make check whole (host parts once)" \
 	bash -c 'grep "^part: 6.12|" <<< "$1" | grep -vq KMODLAB_CHECK_PARTS' _ "$ci"
 check "check-all: no other part runs the host checks" \
