@@ -107,13 +107,16 @@ static inline void kml_fault_exit(struct kml_fault *f)
 	memset(f->saved_range, 0, sizeof(f->saved_range));
 }
 
+/* ULONG_MAX of a 64-bit kernel, as the debugfs files take it */
+#define KML_FAULT_END "18446744073709551615"
+
 /*
- * Sets the stack filter's range to [@start, ULONG_MAX) on both injectors,
+ * Sets the stack filter's range to [@start, @end) on both injectors,
  * saving what was there the first time (kml_fault_exit() puts it back).
  */
-static inline int kml_fault_set_range(struct kml_fault *f, const char *start)
+static inline int kml_fault_set_range(struct kml_fault *f, const char *start,
+				      const char *end)
 {
-	static const char end[] = "18446744073709551615";
 	int ret = 0;
 	size_t i;
 
@@ -154,7 +157,7 @@ static inline int kml_fault_init(struct kml_fault *f)
 		ret = kml_fault_knob(kml_fault_knobs[i][0], kml_fault_knobs[i][1]);
 	/* every allocation, even if a test that died left a narrower range */
 	if (!ret && !access(kml_fault_range[0], W_OK))
-		ret = kml_fault_set_range(f, "0");
+		ret = kml_fault_set_range(f, "0", KML_FAULT_END);
 	if (ret)
 		kml_fault_exit(f);
 	else	/* scripts/vm-run.sh: what follows may be the kernel's reaction */
@@ -171,32 +174,91 @@ static inline int kml_fault_init(struct kml_fault *f)
  * allocations the loader or the other subsystems make on their own
  * (minutes per walk on a KASAN kernel, and not our error paths). On
  * x86-64 the modules live above the kernel image, so the range is from
- * the image's end (_end in /proc/kallsyms) up. Returns 0, or -errno when
- * the kernel cannot filter: the walk then goes over every allocation,
- * slower and as right (so does a kernel whose fail-nth ignores the range).
+ * the image's end (_end in /proc/kallsyms) up. Returns 0; -EOPNOTSUPP
+ * when the kernel has no stack filter (the walk then goes over every
+ * allocation, slower and as right, as on a kernel whose fail-nth ignores
+ * the range); -ENOENT when kallsyms hides the addresses.
  */
-static inline int kml_fault_modules_only(struct kml_fault *f)
+/*
+ * The address of kernel symbol @name and of the next symbol above it
+ * (@next, 0 if none), from /proc/kallsyms. -EOPNOTSUPP if the kernel has
+ * no stack filter, -ENOENT if no such symbol or kptr_restrict hides them.
+ */
+static inline int kml_fault_symbol(const char *name, unsigned long long *addr,
+				   unsigned long long *next)
 {
-	unsigned long long end = 0, addr;
-	char line[256], sym[128], type, start[24];
+	unsigned long long a, found = 0, above = 0;
+	char line[256], sym[128], type;
 	FILE *ksyms;
 
 	if (access(kml_fault_range[0], W_OK))
-		return -errno;
+		return errno == ENOENT ? -EOPNOTSUPP : -errno;
 	ksyms = fopen("/proc/kallsyms", "re");
 	if (!ksyms)
 		return -errno;
-	while (!end && fgets(line, sizeof(line), ksyms))
-		if (sscanf(line, "%llx %c %127s", &addr, &type, sym) == 3 &&
-		    !strcmp(sym, "_end"))
-			end = addr;
+	while (fgets(line, sizeof(line), ksyms))
+		if (sscanf(line, "%llx %c %127s", &a, &type, sym) == 3 &&
+		    !strchr(line, '[') && !found && !strcmp(sym, name))
+			found = a;
+	rewind(ksyms);
+	while (found && fgets(line, sizeof(line), ksyms))
+		if (sscanf(line, "%llx %c %127s", &a, &type, sym) == 3 &&
+		    a > found && (!above || a < above))
+			above = a;
 	fclose(ksyms);
-	/* 0: no such symbol, or kptr_restrict hides the addresses */
-	if (end < 0xffff800000000000ULL)
+	/* 0: kptr_restrict shows every address as 0 */
+	if (found < 0xffff800000000000ULL)
 		return -ENOENT;
-	snprintf(start, sizeof(start), "%llu", end);
-	return kml_fault_set_range(f, start);
+	*addr = found;
+	*next = above;
+	return 0;
 }
+
+static inline int kml_fault_modules_only(struct kml_fault *f)
+{
+	unsigned long long end = 0, next = 0;
+	char start[24];
+	int ret = kml_fault_symbol("_end", &end, &next);
+
+	if (ret)
+		return ret;
+	snprintf(start, sizeof(start), "%llu", end);
+	return kml_fault_set_range(f, start, KML_FAULT_END);
+}
+
+/*
+ * Counts only the allocations made with the kernel function @func on the
+ * stack, to walk the failures of one step of the core that our code must
+ * survive (a later pernet init failing after ours succeeded). Returns as
+ * kml_fault_modules_only().
+ */
+static inline int kml_fault_only_under(struct kml_fault *f, const char *func)
+{
+	unsigned long long addr = 0, next = 0;
+	char start[24], end[24];
+	int ret = kml_fault_symbol(func, &addr, &next);
+
+	if (ret)
+		return ret;
+	if (!next)
+		return -ENOENT;
+	snprintf(start, sizeof(start), "%llu", addr);
+	snprintf(end, sizeof(end), "%llu", next);
+	return kml_fault_set_range(f, start, end);
+}
+
+/*
+ * In a test: the range must be set, unless this kernel has no stack
+ * filter (then the walk goes over everything: slower, as right).
+ */
+#define KML_FAULT_RANGE_OR_ALL(call) do {					\
+	int ret_ = (call);							\
+										\
+	if (ret_ == -EOPNOTSUPP)						\
+		TH_LOG("no stack filter here: the walk covers the kernel's own allocations too"); \
+	else									\
+		ASSERT_EQ(0, ret_) TH_LOG(#call ": %s", strerror(-ret_));	\
+} while (0)
 
 /* The next system calls' @n-th allocation will fail (0 disarms). */
 static inline int kml_fault_arm(struct kml_fault *f, unsigned int n)

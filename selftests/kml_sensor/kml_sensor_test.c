@@ -1657,8 +1657,7 @@ TEST_F_TIMEOUT(fault, load, WORK_CAP_S + 60)
 	int fd;
 
 	FAULT_SETUP(&f);
-	if (kml_fault_modules_only(&f))
-		TH_LOG("no stack filter here: the walk covers the kernel's own allocations too");
+	KML_FAULT_RANGE_OR_ALL(kml_fault_modules_only(&f));
 	ASSERT_EQ(0, kml_unload("kml_sensor"));
 	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
 	ASSERT_TRUE(sensor_absent());

@@ -611,8 +611,7 @@ TEST_F_TIMEOUT(fault, load, 600)
 	int fd;
 
 	FAULT_SETUP(&f);
-	if (kml_fault_modules_only(&f))
-		TH_LOG("no stack filter here: the walk covers the kernel's own allocations too");
+	KML_FAULT_RANGE_OR_ALL(kml_fault_modules_only(&f));
 	ASSERT_EQ(0, kml_unload("kml_stats"));
 	fd = open(kml_ko_path("modules/kml_stats/kml_stats.ko"), O_RDONLY | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
