@@ -271,7 +271,7 @@ $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 $(BUILD)/host/test_kml_cli: selftests/host/test_kml_cli.c $(CLI) userspace/kml_cli.h \
 		$(addprefix $(BUILD)/bin/,$(CLIENTS))
 	@mkdir -p $(@D)
-	$(CC) $(HOSTTEST_CFLAGS) -DKML_BIN_DIR='"$(BUILD)/bin"' -o $@ $< $(CLI)
+	$(CC) $(HOSTTEST_CFLAGS) -DKML_BIN_DIR='"$(BUILD)/bin"' -DKML_CORPUS_DIR='"$(TOP)/selftests/fuzz/corpus"' -o $@ $< $(CLI)
 
 $(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_FILE) \
 		userspace/kml_probe_file.h

@@ -207,7 +207,7 @@ static int cmd_consume(unsigned int pages, uint64_t wm, double seconds,
 		kml_ring_user_wait(&r, 100);
 		if (kml_ring_user_consume(&r, on_record, &got) < 0)
 			kml_die("%s", "malformed record in the ring");
-		fflush(stdout);
+		kml_flush();
 	}
 	/* JSON Lines: a line per record, then this one, even with none. */
 	if (json)

@@ -245,7 +245,7 @@ static int cmd_watch(int argc, char **argv)
 		read_all(fd);
 		if (!json)
 			printf("\n");
-		fflush(stdout);
+		kml_flush();
 	}
 	return 0;
 }

@@ -331,7 +331,7 @@ int main(int argc, char **argv)
 		else
 			print_table(&cur, samples ? &prev : NULL, t - t_prev,
 				    filter);
-		fflush(stdout);
+		kml_flush();
 		kml_snapshot_free(&prev);
 		prev = cur;
 		t_prev = t;

@@ -7,16 +7,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "kml_cli.h"
 
 const char *kml_prog = "kmodlab";
+
+/* Set once an error line is out: close_stdout() then adds none. */
+static int kml_failed;
+
+/*
+ * At exit (atexit(), from kml_cli_common()): output that could not be
+ * written, to a full disk or /dev/full, is an error and not a success,
+ * whichever path ended the program (the pattern of gnulib's close_stdout).
+ */
+static void close_stdout(void)
+{
+	int err = fflush(stdout) || ferror(stdout);
+
+	if (fclose(stdout) && !err)
+		err = 1;
+	if (err && !kml_failed) {
+		fprintf(stderr, "%s: cannot write the output: %s\n", kml_prog,
+			strerror(errno ? errno : EIO));
+		_exit(1);
+	}
+}
+
+/* The watch loops' flush: a lost update ends them instead of looping on. */
+void kml_flush(void)
+{
+	if (fflush(stdout) || ferror(stdout))
+		kml_die("cannot write the output: %s", strerror(errno ? errno : EIO));
+}
 
 /* "<prog>: <message>" on stderr, exit status 1: the clients' error style. */
 void kml_die(const char *fmt, ...)
 {
 	va_list ap;
 
+	kml_failed = 1;
 	fprintf(stderr, "%s: ", kml_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -50,14 +80,6 @@ static unsigned long long number(const char *s, unsigned long long max,
 	if (errno || *end || v > max)
 		fail("bad %s '%s'", what, s);
 	return v;
-}
-
-/* A failed write to stdout (a full disk, a closed pipe) is an error. */
-static void exit_ok(void)
-{
-	if (fflush(stdout) || ferror(stdout))
-		kml_die("cannot write the output: %s", strerror(errno));
-	exit(0);
 }
 
 /* A number the client was given at run time, or a one-line error (1). */
@@ -174,6 +196,7 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 {
 	int i, n = 1, rest = 0, help = 0, help_word = 0;
 
+	atexit(close_stdout);
 	argv[0] = (char *)kml_prog;
 	opterr = 0;
 	for (i = 1; i < *argc; i++) {
@@ -198,7 +221,7 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 			help = help_word = 1;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
 			printf("%s (kmodlab) %s\n", kml_prog, KML_VERSION);
-			exit_ok();
+			exit(0);	/* close_stdout() checks the output */
 		} else {
 			/*
 			 * The first word that names a command is the command:
@@ -219,11 +242,11 @@ void kml_cli_common(int *argc, char **argv, int *json, void (*usage)(FILE *f),
 	}
 	if (help && kml_cmd) {
 		cmd_usage(kml_cmd);
-		exit_ok();
+		exit(0);	/* close_stdout() checks the output */
 	}
 	if (help) {
 		usage(stdout);
-		exit_ok();
+		exit(0);	/* close_stdout() checks the output */
 	}
 }
 
@@ -235,6 +258,7 @@ void kml_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
+	kml_failed = 1;
 	fprintf(stderr, "%s: ", kml_prog);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

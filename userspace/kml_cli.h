@@ -5,6 +5,7 @@
 
 extern const char *kml_prog;
 
+void kml_flush(void);
 void kml_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 unsigned long long kml_number(const char *s, unsigned long long max,
 			      const char *what);

@@ -283,6 +283,27 @@ TEST(a_failed_write_of_help_or_version_is_an_error)
 }
 
 /*
+ * And after real work: a report, table or JSON, that cannot be written
+ * exits 1 with one line, where it used to exit 0 (the check at exit,
+ * gnulib's close_stdout).
+ */
+TEST(a_report_that_cannot_be_written_is_an_error)
+{
+	static char out[4096], err[4096];
+	const char *file = KML_CORPUS_DIR "/kml_probe_file/two_funcs";
+	char args[512];
+
+	snprintf(args, sizeof(args), "report '%s' >/dev/null", file);
+	ASSERT_EQ(0, run("kml-probe", args, out, err)) TH_LOG("%s", err);
+	snprintf(args, sizeof(args), "report '%s' >/dev/full", file);
+	ASSERT_EQ(1, run("kml-probe", args, out, err));
+	EXPECT_STREQ("kml-probe: cannot write the output: No space left on device\n", err);
+	snprintf(args, sizeof(args), "-j report '%s' >/dev/full", file);
+	ASSERT_EQ(1, run("kml-probe", args, out, err));
+	EXPECT_STREQ("kml-probe: cannot write the output: No space left on device\n", err);
+}
+
+/*
  * Every command of every client, with a line that is wrong in its own
  * words (a bad number, an unknown option or word): a command missing
  * here fails every_command_helps, one whose error is found only after

@@ -1138,6 +1138,17 @@ TEST(client_reset_and_errors)
 	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
 	EXPECT_NE(NULL, strstr(out, "needs root")) TH_LOG("%s", out);
 
+	/*
+	 * Output it cannot write is an error: a table, and a watch that
+	 * used to loop forever on a full disk (timeout says 124 if it does).
+	 */
+	snprintf(cmd, sizeof(cmd), "%s 2>&1 >/dev/full", client());
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s -w 0.1 2>&1 >/dev/full", client());
+	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
+
 	ASSERT_EQ(0, kml_unload("kml_stats"));
 	snprintf(cmd, sizeof(cmd), "%s 2>&1", client());
 	EXPECT_EQ(1, kml_run(cmd, out, sizeof(out)));
