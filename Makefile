@@ -81,7 +81,11 @@ endif
 all: modules userspace selftests hosttests
 
 help:
-	@echo 'make            build modules, clients, selftests (and the test kernel if needed)'
+	@echo 'make            (make all) build modules, clients, selftests (and the test kernel if needed)'
+	@echo 'make modules, make userspace, make selftests, make selftests32, make hosttests, make fuzz'
+	@echo '                one part of that (build/): the modules, the clients, the guest selftests,'
+	@echo '                their -m32 build, the host unit tests, the fuzz targets'
+	@echo 'make test T=kml_x  the fast loop: one module'"'"'s selftests and coverage in a guest'
 	@echo 'make check      everything: host tests, guest selftests, coverage'
 	@echo 'make check-all  what CI runs: every kernel of the README'"'"'s matrix, with a table of parts and seconds'
 	@echo 'make check-full check-all plus what does not fit CI (the 6.1 and 7.3 test kernels, per-test coverage, Debian 12'"'"'s and 13'"'"'s 6.12)'
@@ -93,9 +97,12 @@ help:
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
+	@echo 'make bench-build  the benchmarks built, not run'
 	@echo 'make vm         interactive guest shell with the modules built'
 	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x, make submit NAME=you'
 	@echo 'make grade-all LAB=x DIRS="trees or archives" CSV=f  an instructor'"'"'s batch: scores and each step'"'"'s first failure'
+	@echo 'make lab-build LAB=x DIR=d  compile a student tree; make lab-check [LAB=x]  every step of every lab is real'
+	@echo 'make kernel-export [F=f], make kernel-import F=f  carry a built test kernel to other machines (a workshop room)'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1|7.3, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
@@ -103,6 +110,8 @@ help:
 	@echo 'make install-userspace  the same without the modules: needs no kernel tree'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
 	@echo 'make deb            Debian packages: kmodlab-dkms, kmodlab, kmodlab-dev (build/deb/, lintian-checked)'
+	@echo 'make clean      remove build/; make distclean  and the kernel cache (~/.cache/kmodlab)'
+	@echo 'make help       this list'
 
 kernel:
 	$(KSCRIPT) build

@@ -537,7 +537,7 @@ __u32 kml_filter_lookup_index(const struct kml_filter_index *ix,
  * not an IPv6 extension header chain past hop-by-hop; at LOCAL_OUT a raw
  * socket with IP_HDRINCL hands the hook what its caller wrote, and Linux
  * checks only an IPv4 header's length (and rewrites tot_len), neither
- * version nor anything of an IPv6 header. Two kinds:
+ * version nor anything of an IPv6 header. Three kinds:
  *
  * - Not an IP packet of the hook's family at all: no whole fixed header,
  *   the wrong version, an IPv4 header under 20 bytes. No rule can be
