@@ -42,6 +42,14 @@ spdx_bad=$(git ls-files | grep -vE '\.(md|txt|toml|json)$|^LICENSE$|^\.gitignore
 		id=$(head -3 "$f" | sed -nE 's@.*SPDX-License-Identifier: (.*[^ */])[ */]*$@\1@p')
 		[[ $id == "$want" ]] || echo "$f: '${id:-none}', want '$want'"
 	done)
+# kmodlab(4) states each device's ABI version and ioctl numbers: the
+# headers' (scripts/man-abi.sh)
+if abi_bad=$("$here/man-abi.sh" 2>&1); then
+	ok "kmodlab(4): ABI versions and ioctl numbers as in uapi/"
+else
+	echo "$abi_bad"
+	bad "kmodlab(4): ABI versions and ioctl numbers as in uapi/"
+fi
 if [[ -z $spdx_bad ]]; then
 	ok "SPDX licence tags (LICENSE)"
 else
