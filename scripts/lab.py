@@ -729,6 +729,12 @@ def student_names(dirs):
     parts = [d.strip("/").split("/") for d in dirs]
     if len(parts) < 2:
         return [os.path.basename(d) for d in dirs]
+    # trees of one name (.../alice/sensor, and a handed-in archive's
+    # build/submissions/sensor/bob/sensor): the directory they are in
+    if len({p[-1] for p in parts}) == 1 and all(len(p) > 1 for p in parts):
+        names = [p[-2] for p in parts]
+        if len(set(names)) == len(names):
+            return names
     keep = [i for i in range(max(map(len, parts)))
             if len({p[i] if i < len(p) else "" for p in parts}) > 1]
     return ["/".join(p[i] for i in keep if i < len(p)) or os.path.basename(d)

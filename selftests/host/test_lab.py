@@ -239,6 +239,11 @@ def students_are_named_by_what_differs_in_their_paths():
         ["alice", "bob"]
     assert lab.student_names(["/a/x", "/b/y"]) == ["a/x", "b/y"]
     assert lab.student_names(["/srv/one"]) == ["one"]
+    # trees and unpacked archives side by side
+    assert lab.student_names(["/srv/class/alice/sensor",
+                              "/k/build/submissions/sensor/bob/sensor"]) == ["alice", "bob"]
+    # two alices: the paths tell them apart
+    assert lab.student_names(["/a/alice/sensor", "/b/alice/sensor"]) == ["a", "b"]
 
 
 def tree_of(name, step=1):
