@@ -112,6 +112,7 @@ t_all=$SECONDS
 # started, the lanes' guests and builds too, rather than leave them
 # running: by parent, not by process group (vm-run's timeout puts QEMU in
 # a group of its own, and ours may be the caller's).
+# shellcheck disable=SC2317 # (called from the trap)
 kill_tree() {	# stopped first, so that a lane cannot start its next part
 	local c
 	kill -STOP "$1" 2> /dev/null
