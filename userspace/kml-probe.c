@@ -115,7 +115,8 @@ int kml_probe_dev(void)
 static void set_func(char *dst, const char *func)
 {
 	if (strlen(func) >= KML_PROBE_FUNC_LEN)
-		kml_die("function name too long: %s", func);
+		kml_usage_error("function name too long: %zu bytes, at most %d", strlen(func),
+				KML_PROBE_FUNC_LEN - 1);
 	strcpy(dst, func);
 }
 

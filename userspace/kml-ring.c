@@ -101,6 +101,28 @@ static void open_ring(struct kml_ring_user *r, unsigned int pages, uint64_t wm)
 		    (unsigned long long)wm, (unsigned long long)r->size / 2);
 }
 
+/*
+ * What the device would refuse of a ring of @pages (kml_ring_logic.c),
+ * said before opening it: the watermark, 1..half the ring, and for
+ * produce the record size, its headers up to a quarter of the ring.
+ */
+static void check_sizes(const struct kml_ring_produce *p, unsigned int pages, uint64_t wm,
+			int produce)
+{
+	uint64_t size = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t min = sizeof(struct kml_ring_rec) + sizeof(struct kml_ring_sample);
+	uint64_t max = size / 4;
+
+	if (!wm || wm > size / 2)
+		kml_usage_error("bad --watermark %llu: give 1..%llu bytes (half the ring of %u pages)",
+				(unsigned long long)wm, (unsigned long long)size / 2, pages);
+	if (max > KML_RING_MAX_PAYLOAD + sizeof(struct kml_ring_rec))
+		max = KML_RING_MAX_PAYLOAD + sizeof(struct kml_ring_rec);
+	if (produce && (p->record_size < min || p->record_size > max))
+		kml_usage_error("bad --size %u: give %llu..%llu bytes (headers included, at most a quarter of the ring)",
+				p->record_size, (unsigned long long)min, (unsigned long long)max);
+}
+
 struct tally {
 	uint64_t records, bytes, bad, next_seq, gaps;
 	uint64_t want;
@@ -317,6 +339,8 @@ int main(int argc, char **argv)
 	if (!pages || (pages & (pages - 1)))
 		kml_usage_error("bad --pages %u: give a power of two, 1..%d", pages,
 				KML_RING_MAX_PAGES);
+	if (strcmp(cmd, "stat"))
+		check_sizes(&p, pages, wm, !strcmp(cmd, "produce"));
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat();
 	if (!strcmp(cmd, "produce")) {

@@ -4,6 +4,7 @@
  * Celsius ("-3.25") and carried as integer milli-degrees, without ever
  * going through floating point, so "0.1" is exactly 100 mC.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,17 +44,24 @@ int kml_parse_celsius(const char *s, int32_t *mc)
 	return 0;
 }
 
-/* Decimal unsigned integer in [0, max]. */
+/* An unsigned integer in [0, max]: decimal, or hexadecimal after 0x. */
 int kml_parse_uint(const char *s, uint32_t max, uint32_t *out)
 {
+	unsigned int base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
 	uint64_t v = 0;
 
+	if (base == 16)
+		s += 2;
 	if (!*s)
 		return -EINVAL;
 	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
+		int d = isdigit((unsigned char)*s) ? *s - '0' :
+			base == 16 && isxdigit((unsigned char)*s) ?
+			tolower((unsigned char)*s) - 'a' + 10 : -1;
+
+		if (d < 0)
 			return -EINVAL;
-		v = v * 10 + (uint64_t)(*s - '0');
+		v = v * base + (uint64_t)d;
 		if (v > max)
 			return -EINVAL;
 	}

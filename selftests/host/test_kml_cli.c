@@ -304,6 +304,46 @@ TEST(a_report_that_cannot_be_written_is_an_error)
 }
 
 /*
+ * What the client can see is wrong without the device is a usage error
+ * (2) before any device is opened; what only the device can judge (a
+ * channel number's range) is its error (1, here: not loaded).
+ */
+TEST(local_errors_exit_2_device_errors_1)
+{
+	static char out[4096], err[4096];
+	static const char *const usage[] = {
+		"kml-probe|attach ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+		"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"kml-ring|produce --size 3",
+		"kml-ring|produce --size 1048576",
+		"kml-ring|consume --watermark 0",
+		"kml-ring|consume --pages 1 --watermark 2049",
+	};
+	static const char *const device[] = {
+		"kml-ring|consume --pages 1 --watermark 2048",
+		"kml-ring|produce --size 32",
+		"kml-sensor|read 0x1",
+		"kml-sensor|period 0x3e8",
+	};
+	char client[32];
+
+	for (unsigned int i = 0; i < sizeof(usage) / sizeof(usage[0]); i++) {
+		const char *bar = strchr(usage[i], '|');
+
+		snprintf(client, sizeof(client), "%.*s", (int)(bar - usage[i]), usage[i]);
+		EXPECT_EQ(2, run(client, bar + 1, out, err)) TH_LOG("%s: %s", usage[i], err);
+		EXPECT_EQ(NULL, strstr(err, "not loaded")) TH_LOG("%s: %s", usage[i], err);
+	}
+	for (unsigned int i = 0; i < sizeof(device) / sizeof(device[0]); i++) {
+		const char *bar = strchr(device[i], '|');
+
+		snprintf(client, sizeof(client), "%.*s", (int)(bar - device[i]), device[i]);
+		EXPECT_EQ(1, run(client, bar + 1, out, err)) TH_LOG("%s: %s", device[i], err);
+		EXPECT_NE(NULL, strstr(err, "not loaded")) TH_LOG("%s: %s", device[i], err);
+	}
+}
+
+/*
  * Every command of every client, with a line that is wrong in its own
  * words (a bad number, an unknown option or word): a command missing
  * here fails every_command_helps, one whose error is found only after

@@ -224,6 +224,18 @@ TEST(parse_uint_and_format)
 	ASSERT_EQ(-EINVAL, kml_parse_uint("", 15, &v));
 	ASSERT_EQ(-EINVAL, kml_parse_uint("-1", 15, &v));
 	ASSERT_EQ(-EINVAL, kml_parse_uint("99999999999", UINT32_MAX, &v));
+	/* hexadecimal after 0x, as the README promises; never octal */
+	ASSERT_EQ(0, kml_parse_uint("0x1", 15, &v));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, kml_parse_uint("0XfF", 255, &v));
+	EXPECT_EQ(255, v);
+	ASSERT_EQ(0, kml_parse_uint("010", 15, &v));
+	EXPECT_EQ(10, v);
+	ASSERT_EQ(-EINVAL, kml_parse_uint("0x10", 15, &v));
+	ASSERT_EQ(-EINVAL, kml_parse_uint("0x", 15, &v));
+	ASSERT_EQ(-EINVAL, kml_parse_uint("0xg", 15, &v));
+	ASSERT_EQ(-EINVAL, kml_parse_uint("ff", 255, &v));
+	ASSERT_EQ(-EINVAL, kml_parse_uint("0x1ffffffff", UINT32_MAX, &v));
 	kml_format_celsius(-3250, buf, sizeof(buf));
 	ASSERT_STREQ("-3.250", buf);
 	kml_format_celsius(-50, buf, sizeof(buf));
