@@ -153,8 +153,8 @@ _kml_sensor_complete()
 		{ _kml_reply "$_kml_common_opts"; return; }
 	case $cmd in
 	read) ((n == 1)) && _kml_reply "$(_kml_sensor_channels)" ;;
-	watch) ((n == 1)) && _kml_reply "-c $_kml_common_opts" ;;
-	wait) ((n == 1)) && _kml_reply "-t $_kml_common_opts" ;;
+	watch) ((n == 1)) && _kml_reply "-c --count $_kml_common_opts" ;;
+	wait) ((n == 1)) && _kml_reply "-t --seconds $_kml_common_opts" ;;
 	inject)
 		((n == 1)) && _kml_reply "$(_kml_sensor_channels)"
 		((n == 2)) && _kml_reply clear
@@ -211,16 +211,16 @@ _kml_probe_complete()
 				_kml_kernel_funcs
 			fi
 		elif [[ $cmd == hist && $n == 2 ]]; then
-			_kml_reply "-w $_kml_common_opts"
+			_kml_reply "-w --seconds $_kml_common_opts"
 		fi
 		;;
 	record)
 		case $prev in
 		-o | --output) _kml_files; return ;;
-		-a | --args | -m | --pages | -d | --duration) return ;;
+		-a | --args | -m | --pages | -d | --duration | --seconds) return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			_kml_reply "-o --output -a --args -m --pages -d --duration -- $_kml_common_opts"
+			_kml_reply "-o --output -a --args -m --pages -d --duration --seconds -- $_kml_common_opts"
 		else
 			_kml_kernel_funcs
 		fi
@@ -324,6 +324,8 @@ _kml_filter_complete()
 
 	_kml_parse ''
 	n=$((COMP_CWORD - cmd_i))
+	# --no-check (for testing) goes before the command
+	[[ -z $cmd && $cur == -* ]] && { _kml_reply "--no-check $_kml_common_opts"; return; }
 	_kml_complete_first "$cmds" && return
 	case $cmd in
 	list) ((n == 1)) && _kml_reply "-v $_kml_common_opts" ;;

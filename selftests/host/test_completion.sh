@@ -103,7 +103,7 @@ FAKE_NOTHING_ATTACHED=1 t probe_detach_nothing_attached_uses_kallsyms \
 	'vfs_read vfs_readv vfs_read_helper' kml-probe detach vfs_r
 t probe_hist_window '-w' kml-probe hist vfs_read -w
 t probe_record_funcs 'vfs_read vfs_readv vfs_read_helper' kml-probe record -o x.data vfs_r
-t probe_record_options '-- --output --args --pages --duration --json --help --version' \
+t probe_record_options '-- --output --args --pages --duration --seconds --json --help --version' \
 	kml-probe record --
 t probe_record_output_file 'rec.data rdir rules.txt' kml-probe record -o ''
 t probe_record_command_after_dashdash 'truncate' kml-probe record vfs_read -- trunc
@@ -134,6 +134,9 @@ t filter_load_file_or_stdin 'rec.data rdir rules.txt -' kml-filter load ''
 t filter_load_file_prefix 'rules.txt' kml-filter load ru
 t filter_list_verbose '-v' kml-filter list -v
 t filter_help_commands 'list add del flush policy load log' kml-filter help ''
+t filter_no_check_before_the_command '--no-check' kml-filter --n
+t filter_options_before_the_command '--no-check --json --help --version' kml-filter --
+t filter_command_after_no_check 'del' kml-filter --no-check de
 
 t stats_json '--json' kml-stats --j
 t stats_options '--json --help --version --watch --interval --count' kml-stats --
@@ -163,6 +166,42 @@ t ring_no_help_after_an_option 'stat produce consume' kml-ring --pages 8 ''
 t ring_help_after_json 'stat produce consume help' kml-ring --json ''
 t ring_option_value_not_completed '' kml-ring produce --rate ''
 t ring_help_commands 'stat produce consume' kml-ring help ''
+
+# Against each command's own help: every long option `CLIENT help CMD`
+# names is offered after `CLIENT CMD --` (the real clients' help, so a new
+# option without completion fails here).
+offered()
+{
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_kml_complete "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" \
+		"${COMP_WORDS[COMP_CWORD - 1]}"
+	printf '%s\n' "${COMPREPLY[@]}"
+}
+for client in kml-stats kml-sensor kml-probe kml-ring kml-filter; do
+	bin=$repo/build/bin/$client
+	[[ -x $bin ]] || { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $client is built"; continue; }
+	cmds=$("$bin" --help | sed -nE 's/^  ([a-z][a-z-]*)( .*)?$/\1/p' | grep -vx help | sort -u)
+	for cmd in $cmds; do
+		opts=$("$bin" help "$cmd" | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+		# offered right after the command, or after its first operand
+		# (a function, a channel: the options of attach come after it)
+		got=$( (offered "$client" "$cmd" --; offered "$client" "$cmd" vfs_read --
+			offered "$client" "$cmd" 0 --) | sort -u)
+		missing=$(comm -23 <(printf '%s\n' "$opts" | grep .) <(printf '%s\n' "$got") | tr '\n' ' ')
+		n=$((n + 1))
+		if [[ -z $missing ]]; then
+			echo "ok $n ${client}_${cmd}_offers_what_its_help_names"
+		else
+			failed=$((failed + 1))
+			echo "not ok $n ${client}_${cmd}_offers_what_its_help_names"
+			echo "# help names, completion does not offer: $missing"
+		fi
+	done
+done
 
 echo "1..$n"
 ((failed == 0))
