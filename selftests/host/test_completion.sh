@@ -59,6 +59,19 @@ _kml_kallsyms=$tmp/kallsyms
 
 n=0 failed=0
 
+# offered WORD...: what completing the last WORD offers, one a line
+offered()
+{
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_kml_complete "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" \
+		"${COMP_WORDS[COMP_CWORD - 1]}"
+	printf '%s\n' "${COMPREPLY[@]}"
+}
+
 # t NAME 'EXPECTED WORDS' WORD...: completing the last WORD of the line
 # offers exactly EXPECTED (in any order).
 t()
@@ -67,14 +80,7 @@ t()
 	shift
 	read -ra w <<< "$1"
 	want=$(printf '%s\n' "${w[@]}" | sed '/^$/d' | sort)
-	COMP_WORDS=("${@:2}")
-	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-	COMP_LINE="${*:2}"
-	COMP_POINT=${#COMP_LINE}
-	COMPREPLY=()
-	_kml_complete "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" \
-		"${COMP_WORDS[COMP_CWORD - 1]}"
-	got=$(printf '%s\n' "${COMPREPLY[@]}" | sed '/^$/d' | sort)
+	got=$(offered "${@:2}" | sed '/^$/d' | sort)
 	n=$((n + 1))
 	if [[ $got == "$want" ]]; then
 		echo "ok $n $name"
@@ -170,17 +176,6 @@ t ring_help_commands 'stat produce consume' kml-ring help ''
 # Against each command's own help: every long option `CLIENT help CMD`
 # names is offered after `CLIENT CMD --` (the real clients' help, so a new
 # option without completion fails here).
-offered()
-{
-	COMP_WORDS=("$@")
-	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-	COMP_LINE="$*"
-	COMP_POINT=${#COMP_LINE}
-	COMPREPLY=()
-	_kml_complete "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" \
-		"${COMP_WORDS[COMP_CWORD - 1]}"
-	printf '%s\n' "${COMPREPLY[@]}"
-}
 for client in kml-stats kml-sensor kml-probe kml-ring kml-filter; do
 	bin=$repo/build/bin/$client
 	[[ -x $bin ]] || { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $client is built"; continue; }
