@@ -25,8 +25,10 @@ later by "TODO" comments carrying the instruction.
   lab.py grade LAB [--dir D]           build it, run the graded tests in
                                        the guest, print the score
   lab.py grade-many LAB --csv F DIR...  many student trees, one guest, a CSV
-  lab.py check [--only LAB]            every step of every lab is real
-                                       (what `make check` runs)
+  lab.py check [--only LAB] [--mistakes-only]
+                                       every step of every lab is real and
+                                       every catalogued mistake loses its
+                                       step (what `make lab-check` runs)
   lab.py guest-run PLAN                (inside the guest) run a plan
 """
 import argparse
@@ -203,6 +205,7 @@ def validate(lab):
         if st["n"] not in seen:
             raise LabError(f"lab {lab['name']}: step {st['n']} removes no code "
                            f"from {', '.join(lab['sources'])}")
+    mistakes(lab)		# a malformed catalogue entry raises
     wrong = sheet_names(lab)
     if wrong:
         raise LabError("the sheet names what the solution does not have:\n  " +
@@ -313,6 +316,51 @@ def sheet_names(lab):
             if not ok:
                 bad.append(f"{os.path.relpath(sheet, REPO)}:{no}: `{span}` is not in the solution")
     return bad
+
+
+MISTAKE_HDR = re.compile(r"^(Step|Lesson|Profile):\s*(.*?)\s*$")
+
+
+def mistakes(lab):
+    """The lab's catalogue of plausible wrong answers: each
+    labs/<lab>/mistakes/<name>.patch is a patch on the solution, headed by
+    "Step: N" (the step whose points it must lose), "Lesson: ..." (what
+    the student got wrong, in a sentence) and optionally "Profile: debug"
+    (only a debug kernel can see it: KASAN, lockdep)."""
+    d = os.path.join(lab["dir"], "mistakes")
+    out = []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not f.endswith(".patch"):
+            continue
+        path, m = os.path.join(d, f), {"name": f[:-len(".patch")], "profile": "default"}
+        m["path"] = path
+        with open(path) as fh:
+            for ln in fh:
+                if ln.startswith("--- "):
+                    break
+                h = MISTAKE_HDR.match(ln)
+                if h:
+                    m[h[1].lower()] = h[2]
+        where = f"{os.path.relpath(path, REPO)}"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", m["name"]):
+            raise LabError(f"{where}: name it with lower-case words and dashes")
+        if not str(m.get("step", "")).isdigit() or not 1 <= int(m["step"]) <= len(lab["step"]):
+            raise LabError(f"{where}: needs a 'Step: N' line, N one of the lab's steps")
+        if not m.get("lesson"):
+            raise LabError(f"{where}: needs a 'Lesson: ...' line saying what is wrong")
+        if m["profile"] not in ("default", "debug"):
+            raise LabError(f"{where}: Profile is default or debug, not {m['profile']}")
+        m["step"] = int(m["step"])
+        out.append(m)
+    return out
+
+
+def apply_mistake(m, dest):
+    """Applies mistake @m to the solution tree @dest; the error if it does
+    not apply (the module changed under the catalogue)."""
+    r = subprocess.run(["patch", "-p1", "-s", "-f", "--no-backup-if-mismatch", "-r", "-",
+                        "-d", dest, "-i", m["path"]], capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stdout + r.stderr).strip().split("\n")[0]
 
 
 def kdir():
@@ -808,11 +856,15 @@ def grade_many(lab, dirs, csv_path):
     return 1 if missing else 0
 
 
-def check(names, kver_tag):
+def check(names, kver_tag, mistakes_only=False):
     """Every skeleton builds, loads, unloads and fails a graded test of its
-    step and of each later step; the full solution gets full marks. One
-    guest for all. Prints PASS:/FAIL: lines for check.sh to count."""
+    step and of each later step; the full solution gets full marks; every
+    catalogued mistake (mistakes()) of this kernel's profile loses its
+    step's points. One guest for all. Prints PASS:/FAIL: lines for
+    check.sh to count. @mistakes_only: the catalogue alone (the debug
+    kernel's share)."""
     base = os.path.join(REPO, "build", "labcheck", kver_tag)
+    profile = os.environ.get("PROFILE", "default")
     trees, verdicts, todo, failed = [], [], [], 0
     labs_ok = []
     for name in names:
@@ -835,40 +887,70 @@ def check(names, kver_tag):
             report(False, f"lab {name}: {e}")
             continue
         n = len(lab["step"])
-        for step in range(1, n + 2):
+        for step in [] if mistakes_only else range(1, n + 2):
             tag = f"{name}-step{step}" if step <= n else f"{name}-solution"
             dest = os.path.join(base, tag)
             gen(lab, step, dest, force=True, quiet=True)
-            todo.append((lab, step, tag, dest))
+            todo.append((lab, step, tag, dest, None))
+        try:
+            catalogue = [m for m in mistakes(lab) if m["profile"] == profile]
+        except LabError as e:
+            report(False, f"lab {name}: {e}")
+            continue
+        for m in catalogue:
+            tag = f"{name}-mistake-{m['name']}"
+            dest = os.path.join(base, tag)
+            gen(lab, n + 1, dest, force=True, quiet=True)
+            err = apply_mistake(m, dest)
+            report(err is None, f"lab {tag}: applies to the solution" + (f" ({err})" if err else ""))
+            if err is None:
+                todo.append((lab, m["step"], tag, dest, m))
     # one build per core at a time: each is a kbuild run of one or two
     # modules, mostly serial
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         built = list(pool.map(lambda t: build(t[0], t[3], log=t[3] + ".build.log", jobs=1),
                               todo))
-    for (lab, step, tag, dest), ok in zip(todo, built):
+    for (lab, step, tag, dest, m), ok in zip(todo, built):
         n = len(lab["step"])
         report(ok, f"lab {tag}: builds")
         if not ok:
             subprocess.run(["tail", "-20", dest + ".build.log"])
             continue
-        steps = range(step, n + 1) if step <= n else range(1, n + 1)
+        # a mistake is graded on its own step, all of it; a skeleton on
+        # its step and each later one, up to the first failure of each
+        steps = [step] if m else range(step, n + 1) if step <= n else range(1, n + 1)
         trees.append({"name": tag, "ko_dir": dest, "kos": ko_files(lab, dest),
                       "runs": [{"selftest": lab["selftest"],
                                 "tests": [t for _, t in tests_of(lab, [s])],
-                                "stop_at_fail": step <= n, "step": s}
+                                "stop_at_fail": step <= n and not m, "step": s}
                                for s in steps]})
-        verdicts.append((lab, tag, step))
+        verdicts.append((lab, tag, step, m))
     if not trees:
         return 1 if failed else 0
     rc, results, out = vm_run({"trees": trees}, f"labcheck-{kver_tag}")
-    report(rc == 0,
-           f"labs guest: no splat, powered off (vm-run {rc}, see {out})")
     if results is None:
+        report(False, f"labs guest: no result (vm-run {rc}, see {out})")
         return 1
-    for lab, tag, step in verdicts:
+    # a catalogued mistake may break the kernel (that is how it loses its
+    # points): the guest must be clean but for those
+    wrong = {tag for _, tag, _, m in verdicts if m}
+    broke = {t for t, r in results.items() if r.get("broke")}
+    report(not broke - wrong and (rc == 0 or bool(broke & wrong)),
+           f"labs guest: no splat but a catalogued mistake's, powered off (vm-run {rc}, see {out})"
+           + (f"; broken by {', '.join(sorted(broke - wrong))}" if broke - wrong else ""))
+    for lab, tag, step, m in verdicts:
         r = results.get(tag)
         if r is None:
             report(False, f"lab {tag}: not run in the guest")
+            continue
+        if m:
+            names_ = lab["step"][step - 1]["tests"]
+            lost = [t for t in names_ if r["tests"].get(t) != "passed"]
+            how = (f"broke the kernel: {r['broke']}" if r.get("broke") else
+                   f"{lost[0]} {r['tests'].get(lost[0], 'not run')}" if lost else
+                   f"{', '.join(names_)} all passed: the lesson is not graded")
+            report(bool(lost) or bool(r.get("broke")),
+                   f"lab {tag}: loses step {step} ({how}); the mistake: {m['lesson']}")
             continue
         report(r["load"]["ok"] and not r.get("broke"),
                f"lab {tag}: loads and unloads ({r['load']['msg']})"
@@ -1048,6 +1130,7 @@ def main():
     g.add_argument("--out-dir")
     g = sub.add_parser("check")
     g.add_argument("--only", action="append")
+    g.add_argument("--mistakes-only", action="store_true")
     g = sub.add_parser("validate")
     g = sub.add_parser("guest-run")
     g.add_argument("plan")
@@ -1070,7 +1153,7 @@ def main():
             return guest_run(a.plan)
         if a.cmd == "check":
             tag = f"{os.environ.get('KVER', '6.12')}-{os.environ.get('PROFILE', 'default')}"
-            return check(a.only or lab_names(), tag)
+            return check(a.only or lab_names(), tag, a.mistakes_only)
         if a.cmd == "grade-many":
             return grade_many(load_lab(a.lab), a.dirs, a.csv)
         if a.cmd in ("grade", "build", "submit") and not a.lab:

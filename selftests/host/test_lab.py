@@ -247,6 +247,7 @@ def students_are_named_by_what_differs_in_their_paths():
 
 
 def tree_of(name, step=1):
+    """A student tree of lab @name at @step, where the guest would see it."""
     d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
     os.rmdir(d)
     lab.gen(lab.load_lab(name), step, d, quiet=True)
@@ -383,18 +384,10 @@ not ok 1 dev.get_info
     assert lab.first_failure("") == "failed"
 
 
-def _tree(name):
-    """A student tree of lab @name at step 1, where the guest would see it."""
-    d = tempfile.mkdtemp(dir=os.path.expanduser("~"))
-    os.rmdir(d)
-    lab.gen(lab.load_lab(name), 1, d, quiet=True)
-    return d
-
-
 @test
 def submit_packs_the_sources_only():
     lb = lab.load_lab("hello")
-    d = _tree("hello")
+    d = tree_of("hello")
     out = tempfile.mkdtemp()
     try:
         src = os.path.join(d, lb["sources"][0])
@@ -423,7 +416,7 @@ def grade_all_unpacks_submitted_archives_and_refuses_others():
     import io
     import tarfile
     lb = lab.load_lab("hello")
-    d = _tree("hello")
+    d = tree_of("hello")
     tmp = tempfile.mkdtemp()
     into = os.path.join(tmp, "into")
     try:
@@ -460,7 +453,7 @@ def grade_all_csv_gives_each_steps_first_failure():
     first test that did not pass and why; nothing for a step done."""
     import csv as csvmod
     lb = lab.load_lab("hello")
-    a, b = _tree("hello"), _tree("hello")
+    a, b = tree_of("hello"), tree_of("hello")
     tmp = tempfile.mkdtemp()
     saved = (lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run)
     why = "kml_hello_test.c:300:writable_parameter:Expected 0 (0) == ret (-1), errno 13"
@@ -499,6 +492,112 @@ def grade_all_csv_gives_each_steps_first_failure():
         shutil.rmtree(a)
         shutil.rmtree(b)
         shutil.rmtree(tmp)
+
+
+@test
+def every_catalogued_mistake_applies_to_its_solution():
+    """Each mistake is a patch on the solution as cut today: a module
+    change that leaves one stale fails here, before any guest runs."""
+    count = 0
+    for name in lab.lab_names():
+        lb = lab.load_lab(name)
+        solution = {src: lab.cut(os.path.join(lab.REPO, src), name, len(lb["step"]) + 1)
+                    for src in lb["sources"]}
+        for m in lab.mistakes(lb):
+            d = tempfile.mkdtemp()
+            try:
+                for src, text in solution.items():
+                    os.makedirs(os.path.join(d, os.path.dirname(src)), exist_ok=True)
+                    with open(os.path.join(d, src), "w") as f:
+                        f.write(text)
+                assert lab.apply_mistake(m, d) is None, f"{name} {m['name']}"
+                assert any(open(os.path.join(d, src)).read() != text
+                           for src, text in solution.items()), f"{name} {m['name']}: no change"
+                count += 1
+            finally:
+                shutil.rmtree(d)
+    assert count >= 20, count
+
+
+@test
+def a_malformed_catalogue_entry_is_refused():
+    lb = dict(lab.load_lab("hello"))
+    good = open(os.path.join(lb["dir"], "mistakes", "set-without-check.patch")).read()
+    body = good[good.index("--- "):]
+    d = tempfile.mkdtemp()
+    lb["dir"] = d
+    os.mkdir(os.path.join(d, "mistakes"))
+    try:
+        for name, head, what in [
+                ("no-step", "Lesson: x\n", "Step: N"),
+                ("step-9", "Step: 9\nLesson: x\n", "Step: N"),
+                ("no-lesson", "Step: 1\n", "Lesson"),
+                ("bad-profile", "Step: 1\nLesson: x\nProfile: kcsan\n", "Profile"),
+                ("Bad_Name", "Step: 1\nLesson: x\n", "dashes")]:
+            path = os.path.join(d, "mistakes", name + ".patch")
+            with open(path, "w") as f:
+                f.write(head + "\n" + body)
+            refuses(what, lab.mistakes, lb)
+            os.unlink(path)
+        with open(os.path.join(d, "mistakes", "ok.patch"), "w") as f:
+            f.write("Step: 4\nLesson: it takes anything\nProfile: debug\n\n" + body)
+        [m] = lab.mistakes(lb)
+        assert (m["name"], m["step"], m["profile"]) == ("ok", 4, "debug"), m
+    finally:
+        shutil.rmtree(d)
+
+
+@test
+def check_grades_each_mistake_on_its_step():
+    """lab.py check --mistakes-only, the guest faked: a mistake that fails
+    a test of its step, or breaks the kernel, passes; one whose step
+    still passes whole is a lesson not graded; a kernel broken by a
+    catalogued mistake does not fail the guest's own line."""
+    import contextlib
+    import io
+    lb = lab.load_lab("hello")
+    real = lab.mistakes(lb)[0]
+    fake = [dict(real, name="caught", step=4), dict(real, name="missed", step=4),
+            dict(real, name="crashes", step=4), dict(real, name="other-profile", profile="debug")]
+    saved = (lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run, lab.mistakes)
+    seen = {}
+
+    def fake_vm_run(plan, name, single=False, timeout=1500):
+        res = {}
+        for t in plan["trees"]:
+            seen[t["name"]] = t["runs"]
+            tests = {x: "passed" for r in t["runs"] for x in r["tests"]}
+            r = {"load": {"ok": True, "msg": "ok"}, "tests": tests}
+            if t["name"].endswith("-caught"):
+                tests["hello.writable_parameter_validates"] = "failed"
+            if t["name"].endswith("-crashes"):
+                r["broke"] = "the kernel log has a splat (vm-run 125)"
+            res[t["name"]] = r
+        return 125, res, "/nonexistent"
+    lab.build = lambda *a, **k: True
+    lab.ko_files = lambda *a, **k: []
+    lab.ensure_deps = lambda *a, **k: None
+    lab.vm_run = fake_vm_run
+    lab.mistakes = lambda lb_: fake
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = lab.check(["hello"], "host-test", mistakes_only=True)
+    finally:
+        lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run, lab.mistakes = saved
+    text = out.getvalue()
+    assert rc == 1, text
+    assert "PASS: lab hello-mistake-caught: loses step 4 " \
+           "(hello.writable_parameter_validates failed)" in text, text
+    assert "FAIL: lab hello-mistake-missed: loses step 4 (hello.writable_parameter, " \
+           "hello.writable_parameter_validates all passed: the lesson is not graded)" in text, text
+    assert "PASS: lab hello-mistake-crashes: loses step 4 (broke the kernel" in text, text
+    assert "PASS: labs guest: no splat but a catalogued mistake's" in text, text
+    assert "other-profile" not in text, text
+    # graded on its own step alone, every test of it
+    assert [(r["step"], r["stop_at_fail"]) for r in seen["hello-mistake-caught"]] == \
+        [(4, False)], seen
+    assert all("mistake" in t for t in seen), seen
 
 
 def main():

@@ -706,6 +706,72 @@ TEST_F_TIMEOUT(filter, counters_are_exact, 120)
 }
 
 /*
+ * Every CPU counts at once: a sender pinned to each CPU, all sending into
+ * one rule of B's LOCAL_OUT at the same moment. The hook judges each
+ * datagram before send() returns (dropped on the way out, it fails with
+ * EPERM), so no queue can lose one and the rule must count exactly what
+ * was sent. One counter shared by the CPUs loses increments whenever two
+ * add at once; per-CPU counters cannot. The work is counted, not timed.
+ */
+TEST_F_TIMEOUT(filter, counters_exact_from_every_cpu, 600)
+{
+	const int per_cpu = 40000;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), i, st, failed = 0;
+	struct kml_filter_entry e[1];
+	atomic_int *ready;
+	__u32 n = 1;
+	pid_t pid[8];
+
+	if (ncpu > 8)
+		ncpu = 8;
+	ASSERT_LE(1, ncpu);
+	ASSERT_EQ(0, add_rule(self->fb, "drop out udp dport 9000"));
+	ready = mmap(NULL, sizeof(*ready), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ready);
+	atomic_store(ready, 0);
+	for (i = 0; i < ncpu; i++) {
+		pid[i] = fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i] == 0) {
+			struct sockaddr_storage ss;
+			socklen_t len = addr_of(0, a_addr(0), PORT_UDP, &ss);
+			char buf[100] = { 0 };
+			cpu_set_t cpus;
+			int k, tx;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			CPU_ZERO(&cpus);
+			CPU_SET(i, &cpus);
+			tx = ns_socket(&self->n, self->n.b, AF_INET, SOCK_DGRAM);
+			if (sched_setaffinity(0, sizeof(cpus), &cpus) || tx < 0 ||
+			    connect(tx, (struct sockaddr *)&ss, len))
+				_exit(2);
+			/* all start together, so the CPUs really overlap */
+			atomic_fetch_add(ready, 1);
+			while (atomic_load(ready) < ncpu)
+				;
+			for (k = 0; k < per_cpu; k++)
+				if (send(tx, buf, sizeof(buf), 0) != -1 || errno != EPERM)
+					_exit(3);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < ncpu; i++) {
+		ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
+		failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	}
+	munmap(ready, sizeof(*ready));
+	ASSERT_EQ(0, failed) TH_LOG("a sender could not pin itself, or a datagram passed");
+	ASSERT_EQ(0, list(self->fb, e, &n));
+	ASSERT_EQ(1, n);
+	/* 20 + 8 + 100 bytes from the IP header */
+	EXPECT_EQ((__u64)ncpu * per_cpu, e[0].packets)
+		TH_LOG("%d CPUs sent %d each at once: increments were lost", ncpu, per_cpu);
+	EXPECT_EQ((__u64)ncpu * per_cpu * 128, e[0].bytes);
+}
+
+/*
  * A datagram bigger than the link's MTU crosses it in fragments. IPv4
  * reassembles them before LOCAL_IN, so the hook judges the datagram;
  * IPv6 reassembles after it, so the hook sees each fragment, and only the
