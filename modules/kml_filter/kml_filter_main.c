@@ -1127,9 +1127,8 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 }
 
 struct kml_filter_list_ctx {
-	struct kml_filter_entry __user *ue;
+	struct kml_filter_entry *e;	/* a kernel copy, @room entries */
 	u32 room;
-	int ret;
 };
 
 static int kml_filter_list_emit(void *arg, u32 i,
@@ -1139,11 +1138,18 @@ static int kml_filter_list_emit(void *arg, u32 i,
 
 	if (i >= ctx->room)
 		return 1;
-	if (copy_to_user(&ctx->ue[i], e, sizeof(*e))) {
-		ctx->ret = -EFAULT;
-		return 1;
-	}
+	ctx->e[i] = *e;
 	return 0;
+}
+
+static u32 kml_filter_nrules(struct kml_filter_net *fn)
+{
+	u32 n;
+
+	rcu_read_lock();
+	n = rcu_dereference(fn->set)->nrules;
+	rcu_read_unlock();
+	return n;
 }
 
 static int kml_filter_list(struct kml_filter_net *fn,
@@ -1159,12 +1165,28 @@ static int kml_filter_list(struct kml_filter_net *fn,
 		return ret;
 	if (l.flags)
 		return -EINVAL;
-	ctx.ue = u64_to_user_ptr(l.entries);
-	ctx.room = l.count;
+	/*
+	 * Copied into a kernel buffer under the lock, and out to the caller
+	 * after it: user memory may take for ever to fault in (a FUSE or
+	 * userfaultfd mapping), and every update of the namespace waits on
+	 * that lock. Sized by the set as it is now; rules added meanwhile
+	 * are counted in l.count, as for a caller whose buffer is too small.
+	 */
+	ctx.room = min(l.count, kml_filter_nrules(fn));
+	if (ctx.room) {
+		ctx.e = kvmalloc_array(ctx.room, sizeof(*ctx.e),
+				       GFP_KERNEL_ACCOUNT);
+		if (!ctx.e)
+			return -ENOMEM;
+	}
 	kml_filter_walk(fn, 0, kml_filter_list_emit, &ctx, &l.count,
 			&l.generation);
-	if (ctx.ret)
-		return ctx.ret;
+	if (copy_to_user(u64_to_user_ptr(l.entries), ctx.e,
+			 min(ctx.room, l.count) * sizeof(*ctx.e)))
+		ret = -EFAULT;
+	kvfree(ctx.e);
+	if (ret)
+		return ret;
 	return kml_copy_struct_out(ul, usize, &l, sizeof(l));
 }
 

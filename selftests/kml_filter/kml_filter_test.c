@@ -604,6 +604,23 @@ TEST_F_TIMEOUT(filter, hooks_see_every_namespace, 120)
 		TH_LOG("B's LOCAL_OUT hooks (IPv4 and IPv6) did not see the datagrams");
 }
 
+/*
+ * Unloading takes the hooks out of every namespace: a packet crossing
+ * one afterwards must not call into the module's freed code.
+ */
+TEST_F_TIMEOUT(filter, unload_takes_every_hook_out, 120)
+{
+	close(self->fa);
+	close(self->fb);
+	self->fa = self->fb = -1;
+	ASSERT_EQ(0, kml_unload("kml_filter"));
+	EXPECT_EQ(5, udp_through(&self->n, 0, PORT_UDP, 5, 5));
+	EXPECT_EQ(5, udp_through(&self->n, 1, PORT_UDP, 5, 5));
+	EXPECT_EQ(1, pings(&self->n, 0, SLOW_MS));
+	EXPECT_EQ(1, tcp_connects(&self->n, 1, PORT_TCP, SLOW_MS));
+	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
+}
+
 TEST_F_TIMEOUT(filter, tcp_udp_icmp_follow_the_rules, 180)
 {
 	int v6;
@@ -4512,8 +4529,7 @@ static void *close_thread(void *arg)
  * Closing a netlink socket must not wait for a namespace's lock: the
  * notifier that ends a closed socket's replace runs under a lock every
  * netlink socket's close on the machine takes. A LIST whose buffer
- * faults (userfaultfd, which the test kernels lack: there it skips)
- * holds the namespace's lock as long as its caller likes; the owner of
+ * faults (userfaultfd) waits as long as its caller likes; the owner of
  * a replace is closed meanwhile, and that close returns.
  */
 TEST_F_TIMEOUT(nl, close_does_not_wait_for_a_busy_namespace, 180)
@@ -4564,6 +4580,65 @@ TEST_F_TIMEOUT(nl, close_does_not_wait_for_a_busy_namespace, 180)
 	pthread_join(b, NULL);
 	/* the closed socket's replace is gone */
 	EXPECT_EQ(0, nl_begin_replace(&self->s, self->fam, 1, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	munmap(h.buf, pg);
+	close(uffd);
+}
+
+static void *add_thread(void *arg)
+{
+	add_rule(*(int *)arg, "drop in udp dport 10");
+	atomic_store(&closed, 1);
+	return NULL;
+}
+
+/*
+ * A LIST copies out after it lets go of the namespace's lock: its caller
+ * may point it at memory that never faults in (a FUSE mapping whose
+ * daemon never answers; here, userfaultfd), and every update in the
+ * namespace takes that lock. An ADD goes through while the LIST waits.
+ */
+TEST_F_TIMEOUT(nl, list_copies_out_without_the_lock, 180)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_zeropage zero = { 0 };
+	struct pollfd p = { .events = POLLIN };
+	struct held_list h = { .fd = self->fd };
+	struct uffd_msg msg;
+	pthread_t a, b;
+	long long end;
+	int uffd;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd in this kernel (%s)", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	h.buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, h.buf);
+	reg.range.start = (unsigned long)h.buf;
+	reg.range.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 9"));
+
+	atomic_store(&closed, 0);
+	ASSERT_EQ(0, pthread_create(&a, NULL, held_list_thread, &h));
+	p.fd = uffd;
+	ASSERT_EQ(1, poll(&p, 1, 60000));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	/* the LIST waits on its page; an update of the namespace does not */
+	ASSERT_EQ(0, pthread_create(&b, NULL, add_thread, &self->fd));
+	end = now_ms() + 60000;
+	while (!atomic_load(&closed) && now_ms() < end)
+		usleep(10000);
+	EXPECT_TRUE(atomic_load(&closed)) TH_LOG("ADD waited for a LIST's page fault");
+	zero.range.start = (unsigned long)h.buf;
+	zero.range.len = pg;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	EXPECT_EQ(2, info_of(self->fd).nrules);
 	munmap(h.buf, pg);
 	close(uffd);
 }

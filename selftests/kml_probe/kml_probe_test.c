@@ -327,6 +327,63 @@ TEST_F_TIMEOUT(probe, latency_lies_within_the_call, 300)
 		       "a start time never stamped?", (unsigned long long)r.max_ns, window_ns);
 }
 
+struct quick_calls {
+	int fd;
+	atomic_int started, done, inside;
+};
+
+static void *quick_calls_thread(void *arg)
+{
+	struct quick_calls *q = arg;
+
+	while (!atomic_load(&q->done)) {
+		int after = atomic_load(&q->started);
+
+		if (call(q->fd, 1, 1, 0, 0))
+			break;
+		/* began after the slow call did, ended before it did */
+		if (after && !atomic_load(&q->done))
+			atomic_fetch_add(&q->inside, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Calls that overlap are each timed from their own start: a slow call on
+ * one CPU while quick ones come and go on the other still measures its
+ * whole busy-wait. A start time kept anywhere but in the call's own
+ * kretprobe instance is overwritten by the quick calls' entries. Tried
+ * until a quick call fell inside the slow one (at most 20 times).
+ */
+TEST_F_TIMEOUT(probe, overlapping_calls_are_timed_apart, 300)
+{
+	const uint64_t delay = 10000000;	/* 10 ms, at each of 9 levels */
+	struct quick_calls q = { .fd = self->fd };
+	struct kml_probe_result r = { 0 };
+	int round, inside = 0;
+	pthread_t t;
+
+	ASSERT_EQ(0, attach(self->fd, TARGET, 0, 0));
+	for (round = 0; round < 20 && !inside; round++) {
+		ASSERT_EQ(0, ioctl(self->fd, KML_PROBE_IOC_RESET));
+		atomic_store(&q.started, 0);
+		atomic_store(&q.done, 0);
+		atomic_store(&q.inside, 0);
+		ASSERT_EQ(0, pthread_create(&t, NULL, quick_calls_thread, &q));
+		atomic_store(&q.started, 1);
+		ASSERT_EQ(0, call(self->fd, 1, 1, 8, delay));
+		atomic_store(&q.done, 1);
+		pthread_join(t, NULL);
+		inside = atomic_load(&q.inside);
+		ASSERT_EQ(0, get(self->fd, TARGET, &r));
+	}
+	ASSERT_LT(0, inside) TH_LOG("no quick call fell inside the slow one in 20 tries");
+	/* the outermost level waits nine times */
+	EXPECT_GE(r.max_ns, 9 * delay)
+		TH_LOG("the slow call measured %llu ns: timed from another call's start?",
+		       (unsigned long long)r.max_ns);
+}
+
 TEST_F_TIMEOUT(probe, maxactive_exhaustion_is_reported, 300)
 {
 	struct kml_probe_attach a = { .func = TARGET, .maxactive = 1 };
