@@ -410,8 +410,13 @@ guest_run() { # $1 = name, rest = vm-run options and selftest specs
 
 part_guest() {
 section "selftests in the guest ($KVER $PROFILE)"
+local hello=kml_hello_test
+# kml_hello's load with each of the loader's allocations failed in turn:
+# 80 s under KASAN, and a test of the kernel's loader more than of
+# kml_hello, whose init allocates nothing. The default kernels run it.
+[[ ${PROFILE:-default} == debug ]] && hello="kml_hello_test:-T fault_load"
 guest_run selftests -- env KMODLAB_COVERAGE="$coverage_mode" \
-	scripts/guest/selftests.sh kml_hello_test kml_stats_test \
+	scripts/guest/selftests.sh "$hello" kml_stats_test \
 	kml_sensor_test kml_ring_test kml_filter_test "kml_probe_test:-F $ptext"
 }
 part_tcgsingle() {

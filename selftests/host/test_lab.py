@@ -600,6 +600,20 @@ def check_grades_each_mistake_on_its_step():
     assert all("mistake" in t for t in seen), seen
 
 
+@test
+def the_labs_table_counts_what_the_labs_have():
+    """labs/README.md's table gives each lab's steps, graded tests and
+    catalogued mistakes: the numbers come from the labs themselves."""
+    with open(os.path.join(lab.LABS, "README.md")) as f:
+        table = f.read()
+    for name in lab.lab_names():
+        lb = lab.load_lab(name)
+        want = (f"{len(lb['step'])} ({sum(len(s['tests']) for s in lb['step'])} graded tests, "
+                f"{len(lab.mistakes(lb))} mistakes)")
+        row = re.search(rf"^\| \[{name}\]\(.*$", table, re.M)
+        assert row and row.group(0).endswith(f"| {want} |"), (name, want, row and row.group(0))
+
+
 def main():
     print("TAP version 13")
     print(f"1..{len(tests)}")
