@@ -37,10 +37,13 @@
  *
  * Any user may open the device, so what a user can make it do is bounded:
  * ring memory is charged to the opener's memory cgroup and counted
- * against a per-user budget (user_pages, which CAP_IPC_LOCK lifts, as
- * RLIMIT_MEMLOCK is for perf's rings) and a module-wide one (max_pages),
- * -ENOSPC beyond either, so no user can take the whole budget from the
- * others; the built-in producer, a kernel thread that can spin on any CPU
+ * against a per-user budget (user_pages, which the opener's CAP_IPC_LOCK
+ * lifts, as RLIMIT_MEMLOCK is for perf's rings) and a module-wide one
+ * (max_pages), -ENOSPC beyond either. A quarter of max_pages is kept for
+ * openers with CAP_IPC_LOCK, so however many users fill the rest, root's
+ * rings (kml-probe record, the filter's log) still get their pages; and
+ * the uids of a user namespace are charged to the user who made it, so a
+ * range of subordinate uids is one user. The built-in producer, a kernel thread that can spin on any CPU
  * outside the caller's cgroup, is a test and benchmark feature reserved
  * to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
  * buffer; and interrupts are off for at most one record's copy (64 KiB)
@@ -50,6 +53,7 @@
 
 #include <linux/atomic.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/irq_work.h>
@@ -65,6 +69,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
+#include <linux/user_namespace.h>
 #include <linux/vmalloc.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -153,7 +158,8 @@ struct kml_ring {
 	struct task_struct *producer;	/* under lock */
 	struct kml_ring_produce prod;	/* set before the producer starts */
 	void *trace_rec;		/* KML_RING_PRODUCE_TRACE's record, likewise */
-	kuid_t uid;			/* the opener, charged for the pages */
+	kuid_t uid;			/* charged for the pages (kml_charged()) */
+	bool unlimited;			/* the opener had CAP_IPC_LOCK */
 	u32 id;				/* in open order, for the tracepoints */
 	struct irq_work wake_work;	/* kml_ring_write_file()'s wake-ups */
 	struct rcu_work free_work;
@@ -193,11 +199,17 @@ static void kml_wunlock(struct kml_ring *r, unsigned long flags)
 static DEFINE_MUTEX(kml_rings_mutex);
 static LIST_HEAD(kml_rings);
 
-/* Takes @n pages from the module-wide budget: 0 or -ENOSPC. */
-static int kml_budget_take(unsigned long n)
+/*
+ * Takes @n pages from the module-wide budget: 0 or -ENOSPC. Only an
+ * @unlimited opener may use its last quarter.
+ */
+static int kml_budget_take(unsigned long n, bool unlimited)
 {
 	unsigned long max = READ_ONCE(max_pages);
 	long used = atomic_long_read(&kml_pages_used);
+
+	if (!unlimited)
+		max -= max / 4;
 
 	do {
 		if (n > max || used > max - n)
@@ -209,6 +221,22 @@ static int kml_budget_take(unsigned long n)
 static void kml_budget_give(unsigned long n)
 {
 	atomic_long_sub(n, &kml_pages_used);
+}
+
+/*
+ * Whom @cred's rings are charged to: its uid, or, inside a user namespace,
+ * the user who made the outermost one. Each uid a namespace maps is a
+ * kuid of its own, and one user may map a whole range of them.
+ */
+static kuid_t kml_charged(const struct cred *cred)
+{
+	const struct user_namespace *ns = cred->user_ns;
+
+	if (ns == &init_user_ns)
+		return cred->uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
 }
 
 /*
@@ -701,7 +729,7 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 
 	/* LAB ring 1: charge n = npages + 1 pages (pages[0] is the control
 	 * page) to the module's budget (kml_budget_take()) and to the
-	 * opener's (kml_user_take(); CAP_IPC_LOCK lifts its limit) before the
+	 * opener's (kml_user_take(); r->unlimited lifts its limit) before the
 	 * old ring is freed; allocate the page array and zeroed pages charged
 	 * to the opener's memory cgroup (GFP_KERNEL_ACCOUNT), and vmap() the
 	 * data pages into one contiguous kernel view. On failure free what was
@@ -709,10 +737,10 @@ static int kml_set_size_locked(struct kml_ring *r, u32 npages)
 	 * (unbudget, unbudget_global)
 	 */
 	n = npages + 1;
-	ret = kml_budget_take(n);
+	ret = kml_budget_take(n, r->unlimited);
 	if (ret)
 		return ret;
-	ret = kml_user_take(r->uid, n, capable(CAP_IPC_LOCK));
+	ret = kml_user_take(r->uid, n, r->unlimited);
 	if (ret)
 		goto unbudget_global;
 	ret = -ENOMEM;
@@ -1093,7 +1121,12 @@ static int kml_ring_open(struct inode *inode, struct file *file)
 	atomic_set(&r->read_waiters, 0);
 	atomic_set(&r->mapped, 0);
 	r->watermark = 1;
-	r->uid = current_uid();
+	/*
+	 * The opener's, not each caller's: an fd handed to a privileged
+	 * process must not lift its opener's limits.
+	 */
+	r->uid = kml_charged(current_cred());
+	r->unlimited = capable(CAP_IPC_LOCK);
 	r->id = atomic_inc_return(&kml_ring_ids);
 	init_irq_work(&r->wake_work, kml_wake_work);
 	file->private_data = r;

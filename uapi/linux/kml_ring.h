@@ -39,10 +39,14 @@
  * A file opened read-only may map both areas read-only.
  *
  * Limits, because any user may open the device: ring pages are charged
- * to the opener's memory cgroup and to a budget shared by all rings (the
- * module parameter max_pages, control pages included): SET_SIZE fails with
- * -ENOSPC beyond it. KML_RING_IOC_START, which runs a kernel thread, needs
- * CAP_SYS_ADMIN (-EPERM).
+ * to the opener's memory cgroup, to the opener's user (module parameter
+ * user_pages; inside a user namespace, to the user who made it) and to a
+ * budget shared by all rings (module parameter max_pages, control pages
+ * included, of which a quarter is kept for openers with CAP_IPC_LOCK).
+ * SET_SIZE fails with -ENOSPC beyond any of them. CAP_IPC_LOCK, the
+ * opener's (not the caller's), lifts user_pages and the reserve.
+ * KML_RING_IOC_START, which runs a kernel thread, needs CAP_SYS_ADMIN
+ * (-EPERM).
  *
  * ioctl magic 0xBD, numbers 0x20-0x2F.
  */
@@ -161,7 +165,7 @@ struct kml_ring_produce {
 
 /*
  * SET_SIZE: data area size in pages, which empties the ring; -EBUSY while
- * mapped or producing, -ENOSPC beyond the module's page budget. It lowers
+ * mapped or producing, -ENOSPC beyond a page budget (see Limits). It lowers
  * a watermark above half the new area to half of it.
  * SET_WATERMARK: bytes, 1..data_size / 2 (before sizing, up to half the
  * largest ring), else -EINVAL.
