@@ -98,6 +98,22 @@ int kml_probe_check_attach(const struct kml_probe_attach *a)
 }
 
 /**
+ * kml_probe_elapsed() - nanoseconds from @t0 to @t1, or -1 if @t1 is earlier
+ * @t0: a call's entry, ktime_get_mono_fast_ns()
+ * @t1: its return, the same clock
+ *
+ * The NMI-safe clock is not monotonic across a timekeeping update, and
+ * entry and return may read it on two CPUs: @t1 may be a little earlier.
+ * Unsigned, that interval would be 2^64 minus a little.
+ *
+ * Return: the interval, or -1 for one that went backwards.
+ */
+__s64 kml_probe_elapsed(__u64 t0, __u64 t1)
+{
+	return t1 >= t0 ? (__s64)(t1 - t0) : -1;
+}
+
+/**
  * kml_probe_check_call() - validate a CALL argument
  * @c: the argument
  *

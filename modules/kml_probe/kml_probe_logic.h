@@ -21,6 +21,7 @@
 int kml_probe_check_attach(const struct kml_probe_attach *a);
 int kml_probe_check_name(const char *func, size_t len);
 int kml_probe_check_call(const struct kml_probe_call *c);
+__s64 kml_probe_elapsed(__u64 t0, __u64 t1);
 int kml_probe_check_record(const struct kml_probe_record *rc);
 bool kml_probe_is_part(const char *func);
 bool kml_probe_pass(const struct kml_probe_attach *a, bool task, __u64 arg);

@@ -70,13 +70,14 @@
 /* Only for symbol_get(): kml_probe_target.ko may come and go. */
 #include "kml_probe_target.h"
 
-enum { ST_LATENCY, ST_CALLS, ST_FILTERED, ST_LAST_LOST };
+enum { ST_LATENCY, ST_CALLS, ST_FILTERED, ST_LAST_LOST, ST_BACKWARDS };
 
 static const struct kml_stats_desc kml_fn_stats[] = {
 	[ST_LATENCY]	= { "latency_ns", KML_STAT_HIST },
 	[ST_CALLS]	= { "calls", KML_STAT_COUNTER },
 	[ST_FILTERED]	= { "filtered", KML_STAT_COUNTER },
 	[ST_LAST_LOST]	= { "last_lost", KML_STAT_COUNTER },
+	[ST_BACKWARDS]	= { "clock_backwards", KML_STAT_COUNTER },
 };
 
 /* Per CPU; written by this CPU's handlers, reset from anywhere. */
@@ -269,15 +270,25 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct kml_minmax *mm;
 	/* Set by step 2 of the lab: its skeleton records latencies of 0. */
 	u64 ns = 0;
+	s64 d;
 
-	/* LAB probe 2: the latency is now minus in->t0. Add it to the
+	/* LAB probe 2: the latency is now minus in->t0
+	 * (kml_probe_elapsed(): -1 if the clock stepped back, to count as
+	 * ST_BACKWARDS and take as 0). Add it to the
 	 * ST_LATENCY histogram and count ST_CALLS (kml_stats: per-CPU, any
 	 * context), then update this CPU's fn->minmax. Handlers run with
 	 * preemption off, so this_cpu_ptr() is stable; but a reset may write
 	 * the slot from another CPU and GET reads it unlocked: READ_ONCE()
 	 * and WRITE_ONCE(). No lock, no sleeping, no allocation here.
 	 */
-	ns = ktime_get_mono_fast_ns() - in->t0;
+	d = kml_probe_elapsed(in->t0, ktime_get_mono_fast_ns());
+	/* LCOV_EXCL_START: the clock steps back only across an update */
+	if (unlikely(d < 0)) {
+		kml_stats_inc(fn->stats, ST_BACKWARDS);
+		d = 0;
+	}
+	/* LCOV_EXCL_STOP */
+	ns = d;
 	kml_stats_hist_add(fn->stats, ST_LATENCY, ns);
 	kml_stats_inc(fn->stats, ST_CALLS);
 	mm = this_cpu_ptr(fn->minmax);

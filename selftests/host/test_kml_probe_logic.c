@@ -190,6 +190,16 @@ TEST(record_layout)
 	ASSERT_EQ(144U, offsetof(struct kml_probe_record, written));
 }
 
+/* An interval the clock ran backwards over is -1, never 2^64 - d. */
+TEST(elapsed)
+{
+	ASSERT_EQ(0, kml_probe_elapsed(5, 5));
+	ASSERT_EQ(7, kml_probe_elapsed(5, 12));
+	ASSERT_EQ(-1, kml_probe_elapsed(12, 5));
+	ASSERT_EQ(-1, kml_probe_elapsed(1000000000000ULL, 999999999999ULL));
+	ASSERT_EQ((__s64)1 << 62, kml_probe_elapsed(0, 1ULL << 62));
+}
+
 TEST(set_names)
 {
 	char out[32];
