@@ -72,14 +72,16 @@ bool kml_probe_is_part(const char *func)
  *
  * Return: 0, or -EINVAL for a bad name, unknown or conflicting flags,
  * too many arguments, a filter on an argument that does not exist, too
- * large a maxactive, a non-zero reserved field, or a timing probe on a
- * part of a function that is not its entry.
+ * large a maxactive, a non-zero reserved field, or a timing probe or an
+ * argument filter on a part of a function that is not its entry (its
+ * argument registers hold whatever the body left there).
  */
 int kml_probe_check_attach(const struct kml_probe_attach *a)
 {
 	if (kml_probe_check_name(a->func, sizeof(a->func)))
 		return -EINVAL;
-	if (!(a->flags & KML_PROBE_F_COUNT_ONLY) && kml_probe_is_part(a->func))
+	if ((!(a->flags & KML_PROBE_F_COUNT_ONLY) || (a->flags & KML_PROBE_F_ARG)) &&
+	    kml_probe_is_part(a->func))
 		return -EINVAL;
 	if (a->flags & ~KML_PROBE_FLAGS || a->reserved)
 		return -EINVAL;

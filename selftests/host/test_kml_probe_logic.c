@@ -117,6 +117,13 @@ TEST(cold_parts_refused_for_timing)
 		/* A plain kprobe there counts entries into that code: fine. */
 		a.flags = KML_PROBE_F_COUNT_ONLY;
 		EXPECT_EQ(0, kml_probe_check_attach(&a)) TH_LOG("%s", parts[i]);
+		/*
+		 * But not filtered by an argument: a jump into the middle of
+		 * a function finds in the argument registers whatever its
+		 * body left there.
+		 */
+		a.flags = KML_PROBE_F_COUNT_ONLY | KML_PROBE_F_ARG;
+		EXPECT_EQ(-EINVAL, kml_probe_check_attach(&a)) TH_LOG("%s", parts[i]);
 	}
 	for (unsigned int i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
 		a = base();

@@ -57,7 +57,8 @@
  * struct kml_probe_attach - what to probe and how (KML_PROBE_IOC_ATTACH)
  * @func: kernel function name, NUL-terminated ("mod:func" also works).
  *	A timing probe needs a function entry: compiler-split parts such as
- *	"foo.cold" are refused (-EINVAL); %KML_PROBE_F_COUNT_ONLY takes them
+ *	"foo.cold" are refused (-EINVAL); %KML_PROBE_F_COUNT_ONLY takes them,
+ *	but not with %KML_PROBE_F_ARG (no arguments in the middle of a body)
  * @flags: KML_PROBE_F_*
  * @nargs: capture the first @nargs arguments and the return value (0..6)
  * @maxactive: concurrent instances to track, 0 for the kernel's default;
