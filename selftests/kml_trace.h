@@ -240,6 +240,61 @@ static inline int kml_trace_listed(const char *what)
 	return found;
 }
 
+/*
+ * Bytes of an event's record that no field covers, from the text of its
+ * format file: holes between fields, and the padding after the last one
+ * up to the record's alignment. TP_fast_assign() writes fields only, so
+ * such bytes keep what the ring buffer held before and reach raw readers
+ * (perf, BPF). -1 if @format lists no field.
+ */
+static inline int kml_trace_format_hidden(const char *format)
+{
+	unsigned int end = 0, align = 1, hidden = 0, off, size, elem, count;
+	const char *p = format, *o, *b;
+
+	while ((p = strstr(p, "field:"))) {
+		o = strstr(p, "offset:");
+		if (!o || sscanf(o, "offset:%u; size:%u;", &off, &size) != 2)
+			return -1;
+		/* an array's alignment is its element's; __data_loc is a u32 */
+		elem = size;
+		b = memchr(p, '[', o - p);
+		if (strstr(p, "__data_loc") && strstr(p, "__data_loc") < o)
+			elem = 4;
+		else if (b && sscanf(b, "[%u]", &count) == 1 && count)
+			elem = size / count;
+		if (elem > 8)
+			elem = 8;
+		if (elem > align)
+			align = elem;
+		if (off > end)
+			hidden += off - end;
+		if (off + size > end)
+			end = off + size;
+		p = o;
+	}
+	return end ? (int)(hidden + (align - end % align) % align) : -1;
+}
+
+/* kml_trace_format_hidden() of SYSTEM:EVENT, or -errno. */
+static inline int kml_trace_hidden_bytes(const char *system, const char *event)
+{
+	struct kml_trace top = { .dir = KML_TRACEFS };
+	char file[128];
+	char *text;
+	int n = kml_tracefs();
+
+	if (n)
+		return n;
+	snprintf(file, sizeof(file), "events/%s/%s/format", system, event);
+	text = kml_trace_get(&top, file);
+	if (!text)
+		return -ENOENT;
+	n = kml_trace_format_hidden(text);
+	free(text);
+	return n;
+}
+
 /* Turns the instance's events and triggers off and removes it. */
 static inline int kml_trace_close(struct kml_trace *t)
 {

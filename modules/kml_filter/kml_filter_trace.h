@@ -34,6 +34,7 @@ static inline void kml_filter_trace_addr(u8 *to, const u8 *from, u8 family)
 }
 #endif
 
+/* pad: zeroed, so no byte of the record is an earlier record's (raw readers) */
 TRACE_EVENT(verdict,
 	    TP_PROTO(const struct kml_filter_pkt *pkt, s32 rule, u32 verdict,
 		     u32 len),
@@ -47,7 +48,8 @@ TRACE_EVENT(verdict,
 			     __field(unsigned short, dport)
 			     __field(unsigned char, family)
 			     __field(unsigned char, proto)
-			     __field(unsigned char, dir)),
+			     __field(unsigned char, dir)
+			     __field(unsigned char, pad)),
 	    TP_fast_assign(kml_filter_trace_addr(__entry->saddr, pkt->src, pkt->family);
 			   kml_filter_trace_addr(__entry->daddr, pkt->dst, pkt->family);
 			   __entry->rule = rule;
@@ -57,7 +59,8 @@ TRACE_EVENT(verdict,
 			   __entry->dport = pkt->has_ports ? pkt->dport : 0;
 			   __entry->family = pkt->family;
 			   __entry->proto = pkt->proto;
-			   __entry->dir = pkt->dir;),
+			   __entry->dir = pkt->dir;
+			   __entry->pad = 0;),
 	    TP_printk("%s ipv%u proto=%u %pI6c:%u > %pI6c:%u len=%u rule=%d verdict=%s",
 		      __print_symbolic(__entry->dir, { KML_FILTER_DIR_IN, "in" },
 				       { KML_FILTER_DIR_OUT, "out" },

@@ -17,16 +17,23 @@
 
 #include <linux/tracepoint.h>
 
+/*
+ * Padding is a field of its own, zeroed: the ring buffer is reused, and
+ * bytes no field covers would hand raw readers (perf, BPF) whatever an
+ * earlier record left there.
+ */
 TRACE_EVENT(record_lost,
 	    TP_PROTO(u32 ring, u32 type, u32 size, u64 lost),
 	    TP_ARGS(ring, type, size, lost),
 	    TP_STRUCT__entry(__field(unsigned long long, lost)	/* first: no hole */
 			     __field(unsigned int, ring)
 			     __field(unsigned int, type)
-			     __field(unsigned int, size)),
+			     __field(unsigned int, size)
+			     __field(unsigned int, pad)),
 	    TP_fast_assign(__entry->ring = ring;
 			   __entry->type = type;
 			   __entry->size = size;
+			   __entry->pad = 0;
 			   __entry->lost = lost;),
 	    TP_printk("ring=%u type=%u size=%u lost=%llu", __entry->ring,
 		      __entry->type, __entry->size, __entry->lost)
@@ -46,10 +53,12 @@ TRACE_EVENT(wakeup,
 	    TP_ARGS(ring, head_now, reader),
 	    TP_STRUCT__entry(__field(unsigned long long, head)
 			     __field(unsigned int, ring)
-			     __field(unsigned char, reader)),
+			     __field(unsigned char, reader)
+			     __array(unsigned char, pad, 3)),
 	    TP_fast_assign(__entry->head = head_now;
 			   __entry->ring = ring;
-			   __entry->reader = reader;),
+			   __entry->reader = reader;
+			   memset(__entry->pad, 0, sizeof(__entry->pad));),
 	    TP_printk("ring=%u head=%llu reader=%u", __entry->ring, __entry->head,
 		      __entry->reader)
 );
@@ -65,8 +74,10 @@ TRACE_EVENT(produced,
 	    TP_PROTO(u64 seq, const void *rec, u32 size),
 	    TP_ARGS(seq, rec, size),
 	    TP_STRUCT__entry(__field(unsigned long long, seq)
-			     __dynamic_array(unsigned char, bytes, size)),
+			     __dynamic_array(unsigned char, bytes, size)
+			     __field(unsigned int, pad)),
 	    TP_fast_assign(__entry->seq = seq;
+			   __entry->pad = 0;
 			   memcpy(__get_dynamic_array(bytes), rec, size);),
 	    TP_printk("seq=%llu size=%u", __entry->seq,
 		      __get_dynamic_array_len(bytes))

@@ -30,18 +30,24 @@
 			 { KML_SENSOR_ZONE_LOW, "low" },		\
 			 { KML_SENSOR_ZONE_HIGH, "high" })
 
-/* Fields are what a user filters on: "channel == 1 && value_mc > 40000". */
+/*
+ * Fields are what a user filters on: "channel == 1 && value_mc > 40000".
+ * The padding is a zeroed field: the ring buffer is reused, and bytes no
+ * field covers would hand raw readers (perf, BPF) an earlier record's.
+ */
 TRACE_EVENT(sample,
 	    TP_PROTO(unsigned int channel, s32 value_mc, u64 seq, bool injected),
 	    TP_ARGS(channel, value_mc, seq, injected),
 	    TP_STRUCT__entry(__field(unsigned int, channel)
 			     __field(int, value_mc)
 			     __field(unsigned long long, seq)
-			     __field(unsigned char, injected)),
+			     __field(unsigned char, injected)
+			     __array(unsigned char, pad, 7)),
 	    TP_fast_assign(__entry->channel = channel;
 			   __entry->value_mc = value_mc;
 			   __entry->seq = seq;
-			   __entry->injected = injected;),
+			   __entry->injected = injected;
+			   memset(__entry->pad, 0, sizeof(__entry->pad));),
 	    TP_printk("channel=%u value_mc=%d seq=%llu injected=%u",
 		      __entry->channel, __entry->value_mc, __entry->seq,
 		      __entry->injected)
@@ -57,13 +63,15 @@ TRACE_EVENT(alarm,
 			     __field(unsigned long long, seq)
 			     __field(unsigned int, zone)
 			     __field(int, low_mc)
-			     __field(int, high_mc)),
+			     __field(int, high_mc)
+			     __field(unsigned int, pad)),
 	    TP_fast_assign(__entry->channel = channel;
 			   __entry->value_mc = value_mc;
 			   __entry->seq = seq;
 			   __entry->zone = zone;
 			   __entry->low_mc = low_mc;
-			   __entry->high_mc = high_mc;),
+			   __entry->high_mc = high_mc;
+			   __entry->pad = 0;),
 	    TP_printk("channel=%u value_mc=%d seq=%llu zone=%s low_mc=%d high_mc=%d",
 		      __entry->channel, __entry->value_mc, __entry->seq,
 		      kml_show_zone(__entry->zone), __entry->low_mc,

@@ -69,4 +69,50 @@ TEST(fields)
 	EXPECT_STREQ("sample:", s);
 }
 
+/* kml_sensor:sample as 6.12 printed it before its padding was a field. */
+static const char sample_format[] =
+	"name: sample\nID: 1234\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:unsigned int channel;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:int value_mc;\toffset:12;\tsize:4;\tsigned:1;\n"
+	"\tfield:unsigned long long seq;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned char injected;\toffset:24;\tsize:1;\tsigned:0;\n\n"
+	"print fmt: \"channel=%u\", REC->channel\n";
+
+/* Bytes no field covers: the tail after an odd last field, holes, none. */
+TEST(format_hidden_bytes)
+{
+	char *f = strdup(sample_format), *tail;
+
+	ASSERT_EQ(7, kml_trace_format_hidden(sample_format));
+	/* the same with 7 bytes of padding as a field of its own */
+	tail = malloc(strlen(f) + 80);
+	ASSERT_NE(NULL, tail);
+	strcpy(tail, f);
+	strcpy(strstr(tail, "\n\nprint"), "\n\tfield:unsigned char pad[7];\toffset:25;\tsize:7;\tsigned:0;\n\nprint fmt: x\n");
+	EXPECT_EQ(0, kml_trace_format_hidden(tail));
+	/* a hole: seq two bytes further on */
+	strcpy(tail, f);
+	memcpy(strstr(tail, "offset:16"), "offset:18", 9);
+	memcpy(strstr(tail, "offset:24"), "offset:26", 9);
+	EXPECT_EQ(2 + 5, kml_trace_format_hidden(tail));
+	/* alignment 4 without a 64-bit field; a __data_loc counts as 4 */
+	EXPECT_EQ(0, kml_trace_format_hidden(
+		"\tfield:int common_type;\toffset:0;\tsize:4;\tsigned:1;\n"
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+		"\tfield:__data_loc char[] func;\toffset:8;\tsize:4;\tsigned:0;\n"
+		"\tfield:unsigned char saddr[16];\toffset:12;\tsize:16;\tsigned:0;\n"));
+	EXPECT_EQ(3, kml_trace_format_hidden(
+		"\tfield:int common_type;\toffset:0;\tsize:4;\tsigned:1;\n"
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+		"\tfield:unsigned char dir;\toffset:8;\tsize:1;\tsigned:0;\n"));
+	EXPECT_EQ(-1, kml_trace_format_hidden("name: x\nprint fmt: \"\"\n"));
+	EXPECT_EQ(-1, kml_trace_format_hidden("\tfield:int x;\toffset:4;\n"));
+	free(tail);
+	free(f);
+}
+
 TEST_HARNESS_MAIN

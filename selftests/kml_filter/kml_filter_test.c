@@ -5023,6 +5023,17 @@ FIXTURE_TEARDOWN(trace)
 	close(self->n.orig);
 }
 
+/*
+ * Every byte of a record is a field: padding the compiler would leave
+ * between or after them keeps what the reused ring buffer held before,
+ * and raw readers (perf, BPF) would get an earlier record's bytes.
+ */
+TEST_F(trace, records_hide_no_stale_bytes)
+{
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_filter", "verdict"))
+		TH_LOG("kml_filter:verdict has bytes no field covers");
+}
+
 /* One verdict event, as TP_printk() prints it. */
 struct verdict_ev {
 	char dir[4];		/* "in" or "out" */

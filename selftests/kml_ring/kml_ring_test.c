@@ -2391,6 +2391,21 @@ FIXTURE_TEARDOWN(trace)
 	kml_ring_user_close(&self->r[1]);
 }
 
+/*
+ * Every byte of a record is a field: padding the compiler would leave
+ * between or after them keeps what the reused ring buffer held before,
+ * and raw readers (perf, BPF) would get an earlier record's bytes.
+ */
+TEST_F(trace, records_hide_no_stale_bytes)
+{
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_ring", "record_lost"))
+		TH_LOG("kml_ring:record_lost has bytes no field covers");
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_ring", "wakeup"))
+		TH_LOG("kml_ring:wakeup has bytes no field covers");
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_ring", "produced"))
+		TH_LOG("kml_ring:produced has bytes no field covers");
+}
+
 /* Waits until the producer has made @count records, kept or lost. */
 static int wait_made(const struct kml_ring_user *r, uint64_t count, int timeout_s)
 {

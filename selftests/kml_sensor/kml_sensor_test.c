@@ -1855,6 +1855,19 @@ FIXTURE_TEARDOWN(trace)
 		close(self->fd);
 }
 
+/*
+ * Every byte of a record is a field: padding the compiler would leave
+ * between or after them keeps what the reused ring buffer held before,
+ * and raw readers (perf, BPF) would get an earlier record's bytes.
+ */
+TEST_F(trace, records_hide_no_stale_bytes)
+{
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_sensor", "sample"))
+		TH_LOG("kml_sensor:sample has bytes no field covers");
+	EXPECT_EQ(0, kml_trace_hidden_bytes("kml_sensor", "alarm"))
+		TH_LOG("kml_sensor:alarm has bytes no field covers");
+}
+
 /* The @nth sample event of @text on channel @ch: its line, or NULL. */
 static const char *sample_on(const char *text, unsigned int ch, int nth)
 {
