@@ -43,9 +43,9 @@
  * openers with CAP_IPC_LOCK, so however many users fill the rest, root's
  * rings (kml-probe record, the filter's log) still get their pages; and
  * the uids of a user namespace are charged to the user who made it, so a
- * range of subordinate uids is one user. The built-in producer, a kernel thread that can spin on any CPU
- * outside the caller's cgroup, is a test and benchmark feature reserved
- * to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
+ * range of subordinate uids is one user. The built-in producer, a kernel
+ * thread that can spin on any CPU outside the caller's cgroup, is a test
+ * and benchmark feature reserved to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
  * buffer; and interrupts are off for at most one record's copy (64 KiB)
  * per ring.
  */
