@@ -45,9 +45,9 @@
  * the uids of a user namespace are charged to the user who made it, so a
  * range of subordinate uids is one user. The built-in producer, a kernel
  * thread that can spin on any CPU outside the caller's cgroup, is a test
- * and benchmark feature reserved to CAP_SYS_ADMIN; read() copies straight from the ring with no bounce
- * buffer; and interrupts are off for at most one record's copy (64 KiB)
- * per ring.
+ * and benchmark feature reserved to CAP_SYS_ADMIN; read() copies
+ * straight from the ring with no bounce buffer; and interrupts are off
+ * for at most one record's copy (64 KiB) per ring.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
