@@ -20,6 +20,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
@@ -453,7 +454,11 @@ static int kml_filter_nl_policy(struct sk_buff *skb, struct genl_info *info)
  */
 static unsigned int kml_filter_nl_seq(u64 generation)
 {
-	return (unsigned int)(generation % 0xffffffffU) + 1;
+	u32 rem;
+
+	/* not %: a 32-bit kernel has no 64-bit division but div_u64_rem() */
+	div_u64_rem(generation, 0xffffffffU, &rem);
+	return rem + 1;
 }
 
 struct kml_filter_dump {
