@@ -282,12 +282,10 @@ static int kml_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	 * and WRITE_ONCE(). No lock, no sleeping, no allocation here.
 	 */
 	d = kml_probe_elapsed(in->t0, ktime_get_mono_fast_ns());
-	/* LCOV_EXCL_START: the clock steps back only across an update */
-	if (unlikely(d < 0)) {
+	if (unlikely(d < 0)) { /* LCOV_EXCL_BR_LINE: only across a clock update */
 		kml_stats_inc(fn->stats, ST_BACKWARDS);
 		d = 0;
 	}
-	/* LCOV_EXCL_STOP */
 	ns = d;
 	kml_stats_hist_add(fn->stats, ST_LATENCY, ns);
 	kml_stats_inc(fn->stats, ST_CALLS);
