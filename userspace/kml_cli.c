@@ -301,19 +301,51 @@ void kml_operands(int argc, char **argv, int min, int max)
 		kml_usage_error("unexpected argument '%s'", argv[max]);
 }
 
-/* A JSON string: quotes, backslashes and control bytes escaped. */
+/*
+ * The length of the well-formed UTF-8 sequence at @s (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+ */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/*
+ * A JSON string: quotes, backslashes and control bytes escaped; UTF-8
+ * passed as it is, and a byte that is not part of any (a file name in
+ * another encoding) as U+FFFD, so the output is always valid JSON.
+ */
 void kml_json_str(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
 
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
+	putchar('"');
+	while (*p) {
+		int n;
+
+		if (*p == '"' || *p == '\\') {
+			printf("\\%c", *p++);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			printf("\\u%04x", *p++);
+		} else if (*p < 0x80) {
+			putchar(*p++);
+		} else if ((n = utf8_len(p))) {
+			fwrite(p, 1, (size_t)n, stdout);
+			p += n;
+		} else {
+			fputs("\\ufffd", stdout);
+			p++;
+		}
 	}
 	putchar('"');
 }

@@ -5,6 +5,7 @@
  * left before it is used: this runs on whatever file it is given, and
  * fuzz_kml_probe_file feeds it garbage.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,20 @@ found:
 	t->total_ns += ns;
 }
 
+/*
+ * A kernel function's name, as ATTACH takes it: letters, digits, '_', '.'
+ * (foo.isra.0) and ':' (mod:func). Anything else came from a damaged or
+ * hostile file, and its name is printed in messages and reports: an
+ * escape sequence would reach the terminal, a stray byte the JSON.
+ */
+static bool func_name_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != ':')
+			return false;
+	return true;
+}
+
 static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 			size_t *off, char *err, size_t errlen)
 {
@@ -102,6 +117,9 @@ static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 		memcpy(a, buf + *off, sizeof(*a));
 		if (!memchr(a->func, '\0', sizeof(a->func)) || !a->func[0])
 			return fail(err, errlen, "corrupt function table: entry %u has no name", i);
+		if (!func_name_ok(a->func))
+			return fail(err, errlen,
+				    "corrupt function table: entry %u is not a function name", i);
 		if (a->nargs > KML_PROBE_MAX_ARGS || a->reserved)
 			return fail(err, errlen, "corrupt function table: %s: %u arguments",
 				    a->func, a->nargs);

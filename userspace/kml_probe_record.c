@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -661,7 +660,9 @@ int kml_probe_report(int argc, char **argv, int json)
 	struct kml_pf *pf;
 	struct stat st;
 	char err[256];
-	void *map = NULL;
+	uint8_t *buf;
+	size_t len = 0;
+	ssize_t n;
 	int c, fd;
 
 	optind = 1;
@@ -688,24 +689,33 @@ int kml_probe_report(int argc, char **argv, int json)
 		kml_die("cannot read %s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		kml_die("%s: not a regular file", path);
-	if (st.st_size) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED)
-			kml_die("cannot map %s: %s", path, strerror(errno));
+	/*
+	 * Read, not mapped: a mapped file that shrinks while it is parsed
+	 * (another recording to the same path) kills the reader with SIGBUS;
+	 * a read one is just shorter, and the parser says it is truncated.
+	 */
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf)
+		kml_die("%s", "out of memory");
+	while (len < (size_t)st.st_size &&
+	       (n = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (n < 0 && errno != EINTR)
+			kml_die("cannot read %s: %s", path, strerror(errno));
+		if (n > 0)
+			len += (size_t)n;
 	}
 	close(fd);
 	pf = malloc(sizeof(*pf));
 	if (!pf)
 		kml_die("%s", "out of memory");
-	if (kml_pf_parse(map, (size_t)st.st_size, force, pf, err, sizeof(err)))
+	if (kml_pf_parse(buf, len, force, pf, err, sizeof(err)))
 		kml_die("%s: %s", path, err);
 	kml_pf_sort_threads(pf);
 	if (json)
 		report_json(pf, path, top);
 	else
 		report_text(pf, path, top);
-	if (map)
-		munmap(map, (size_t)st.st_size);
+	free(buf);
 	free(pf);
 	return 0;
 }

@@ -115,6 +115,19 @@ TEST(json_strings_are_escaped)
 	ASSERT_STREQ("\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\"", captured(print_str));
 }
 
+static void print_bad_utf8(void)
+{
+	/* a Latin-1 name, a cut sequence, an overlong '/', a surrogate, 4 bytes */
+	kml_json_str("caf\xe9|\xc3|\xc0\xaf|\xed\xa0\x80|\xf0\x9f\x98\x80");
+}
+
+TEST(json_strings_are_valid_utf8)
+{
+	/* every byte that is not part of well-formed UTF-8 is U+FFFD */
+	ASSERT_STREQ("\"caf\\ufffd|\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|"
+		     "\xf0\x9f\x98\x80\"", captured(print_bad_utf8));
+}
+
 TEST(json_histograms_have_one_shape)
 {
 	static const char head[] =

@@ -204,6 +204,9 @@ TEST(damaged_headers_are_refused)
 		ASSERT_EQ(-1, parse(&m, true));
 		ASSERT_NE(NULL, strstr(err, "no name")) TH_LOG("%s", err);
 	}
+	/* a name that would put an escape sequence on the terminal */
+	DAMAGE(attr0 + 1, char, '\x1b', "entry 0 is not a function name");
+	DAMAGE(attr1 + 2, char, '\xe9', "entry 1 is not a function name");
 	DAMAGE(attr1 + offsetof(struct kml_pf_attr, id), uint32_t, 7, "used twice");
 	DAMAGE(attr1 + offsetof(struct kml_pf_attr, nargs), uint32_t, 7, "7 arguments");
 }
