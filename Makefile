@@ -61,7 +61,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install install-userspace deb dkms-install check-all check-full readme-matrix \
+	bench bench-build install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
 	check-stock check-loaded \
 	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
 	clean distclean
@@ -108,6 +108,8 @@ help:
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
 	@echo '                completion, for the running kernel (DESTDIR=, PREFIX=, KDIR=)'
 	@echo 'make install-userspace  the same without the modules: needs no kernel tree'
+	@echo 'make uninstall  undoes make install (same KREL, DESTDIR=, PREFIX=); make uninstall-userspace'
+	@echo '                undoes make install-userspace'
 	@echo 'make dkms-install   the modules as a DKMS package (rebuilt for every new kernel)'
 	@echo 'make deb            Debian packages: kmodlab-dkms, kmodlab, kmodlab-dev (build/deb/, lintian-checked)'
 	@echo 'make clean      remove build/; make distclean  and the kernel cache (~/.cache/kmodlab)'
@@ -534,12 +536,27 @@ install-userspace: userspace
 		ln -sfn $(firstword $(CLIENTS)) $(DESTDIR)$(BASHCOMPDIR)/$$c; \
 	done
 
+# Undoes make install for KREL (modules, then what install-userspace put).
+uninstall: uninstall-userspace
+	rm -rf $(DESTDIR)/lib/modules/$(KREL)/updates/kmodlab
+	$(if $(DESTDIR),,depmod $(KREL))
+
+uninstall-userspace:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(CLIENTS)) \
+		$(addprefix $(DESTDIR)$(PREFIX)/include/linux/,$(notdir $(wildcard uapi/linux/kml_*.h))) \
+		$(DESTDIR)$(UDEVRULESDIR)/60-kmodlab.rules \
+		$(foreach p,$(wildcard man/*.1 man/*.4),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)).gz) \
+		$(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(CLIENTS))
+
 # Debian packages (kmodlab-dkms, kmodlab, kmodlab-dev) in build/deb/, lintian-checked
 deb:
 	$(TOP)/scripts/deb.sh
 
 # DKMS_KVER=<release> builds for that kernel instead of the running one.
 dkms-install:
+	@if dpkg -S /usr/src/kmodlab-$(VERSION) > /dev/null 2>&1; then \
+		echo "kmodlab: /usr/src/kmodlab-$(VERSION) belongs to the kmodlab-dkms package:" \
+			"remove it first (apt-get remove kmodlab-dkms), or leave DKMS to it"; exit 1; fi
 	-dkms remove -m kmodlab -v $(VERSION) --all
 	rm -rf /usr/src/kmodlab-$(VERSION)
 	install -d /usr/src/kmodlab-$(VERSION)

@@ -16,11 +16,13 @@ for group in "$@"; do
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
 	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck man-db groff-base
 		       gcc-multilib) ;;
-	stock)	pkgs+=(busybox-static cpio kmod) ;;
+	# dkms: check-stock installs the kmodlab-dkms package on this host
+	stock)	pkgs+=(busybox-static cpio kmod dkms) ;;
 	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)
 	trace)	pkgs+=(linux-perf bpftrace trace-cmd) ;;
-	# make deb: Debian's packaging tools and their checker
-	deb)	pkgs+=(dpkg-dev debhelper dh-dkms dkms lintian) ;;
+	# make deb: Debian's packaging tools and their checker (dh-dkms
+	# writes the maintainer scripts; building needs no dkms)
+	deb)	pkgs+=(dpkg-dev debhelper dh-dkms lintian) ;;
 	pkg=*)	pkgs+=("${group#pkg=}") ;;
 	*)	echo "deps.sh: unknown group '$group'" >&2; exit 2 ;;
 	esac
