@@ -437,7 +437,11 @@ static void kml_fn_detach(struct kml_fn *fn)
 	kml_fn_free(fn);
 }
 
-/* Is @addr in a module? "func+0x0/0x40 [mod]" says so. */
+/*
+ * Is @addr in a module? is_module_text_address() and __module_address()
+ * are not exported to modules; %pS's text is, and names the module:
+ * "func+0x0/0x40 [mod]".
+ */
 static int kml_in_module(void *addr)
 {
 	char *sym = kmalloc(KSYM_SYMBOL_LEN, GFP_KERNEL);
