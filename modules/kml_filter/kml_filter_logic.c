@@ -134,7 +134,7 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 	} else if (!r->log_rate != !r->log_burst) {
 		bad = r->log_rate ? "a log burst of at least 1 is needed" :
 				    "a log burst without a log rate";
-		at = KML_FILTER_F_LOG;
+		at = KML_FILTER_F_LOG_BURST;
 	} else if (r->pad[0] || r->pad[1] || r->pad2) {
 		bad = "padding not zero";
 		at = KML_FILTER_F_PAD;

@@ -162,7 +162,8 @@ struct kml_filter_index {
  * @KML_FILTER_F_DPORT: .dport_lo or .dport_hi
  * @KML_FILTER_F_CT: .ct_state
  * @KML_FILTER_F_PAD: .pad or .pad2
- * @KML_FILTER_F_LOG: .log_rate or .log_burst, or a log action without them
+ * @KML_FILTER_F_LOG: .log_rate, or a log action without it
+ * @KML_FILTER_F_LOG_BURST: .log_burst, without which a rate is no limit
  */
 enum kml_filter_field {
 	KML_FILTER_F_NONE,
@@ -177,6 +178,7 @@ enum kml_filter_field {
 	KML_FILTER_F_CT,
 	KML_FILTER_F_PAD,
 	KML_FILTER_F_LOG,
+	KML_FILTER_F_LOG_BURST,
 };
 
 int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,

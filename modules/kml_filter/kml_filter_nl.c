@@ -185,6 +185,8 @@ static const u8 kml_filter_nl_field_attr[][2] = {
 	[KML_FILTER_F_CT]	= { KML_FILTER_RA_CT_STATE },
 	[KML_FILTER_F_PAD]	= { },
 	[KML_FILTER_F_LOG]	= { KML_FILTER_RA_LOG_RATE, KML_FILTER_RA_LOG_BURST },
+	/* a burst of 0 sent: that attribute; none: the rate that needs one */
+	[KML_FILTER_F_LOG_BURST] = { KML_FILTER_RA_LOG_BURST, KML_FILTER_RA_LOG_RATE },
 };
 
 static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
@@ -193,7 +195,7 @@ static const struct nlattr *kml_filter_nl_blame(struct nlattr **tb,
 {
 	const u8 *a = kml_filter_nl_field_attr[field];
 
-	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_LOG + 1);
+	BUILD_BUG_ON(ARRAY_SIZE(kml_filter_nl_field_attr) != KML_FILTER_F_LOG_BURST + 1);
 	/*
 	 * Every reason is about a part the message has (a missing protocol
 	 * is blamed on the ports that need it); NULL would name none.
@@ -677,7 +679,11 @@ static int kml_filter_nl_log_attach(struct sk_buff *skb, struct genl_info *info)
 
 static int kml_filter_nl_log_detach(struct sk_buff *skb, struct genl_info *info)
 {
-	return kml_filter_log_stop(kml_filter_nl_net(info));
+	int ret = kml_filter_log_stop(kml_filter_nl_net(info));
+
+	if (ret == -ENOENT)
+		NL_SET_ERR_MSG(info->extack, "no log ring is attached");
+	return ret;
 }
 
 /*

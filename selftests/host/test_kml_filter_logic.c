@@ -155,9 +155,9 @@ TEST(rule_why_blames_the_field)
 	BLAME(r.dir = 0, "bad direction", KML_FILTER_F_DIR);
 	BLAME(r.action = 4, "bad action", KML_FILTER_F_ACTION);
 	BLAME(r.action = KML_FILTER_LOG, "a log action needs a log rate", KML_FILTER_F_LOG);
-	BLAME(r.log_burst = 1, "a log burst without a log rate", KML_FILTER_F_LOG);
+	BLAME(r.log_burst = 1, "a log burst without a log rate", KML_FILTER_F_LOG_BURST);
 	BLAME((r.log_rate = 1, r.log_burst = 0), "a log burst of at least 1 is needed",
-	      KML_FILTER_F_LOG);
+	      KML_FILTER_F_LOG_BURST);
 	BLAME(r.family = 0, "address without a family", KML_FILTER_F_SRC);
 	BLAME((r.family = 0, r.src_len = 0, memset(r.src, 0, 16)),
 	      "address without a family", KML_FILTER_F_DST);
@@ -630,7 +630,7 @@ TEST(log_rules_checked)
 	r = ok; r.action = KML_FILTER_ACCEPT; r.log_rate = 0;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
 	EXPECT_STREQ("a log burst without a log rate", why);
-	EXPECT_EQ(KML_FILTER_F_LOG, field);
+	EXPECT_EQ(KML_FILTER_F_LOG_BURST, field);
 	r = ok; r.action = 4;
 	EXPECT_EQ(-EINVAL, kml_filter_rule_why(&r, &why, &field));
 	EXPECT_STREQ("bad action", why);

@@ -3655,7 +3655,7 @@ static const struct refusal refusals[] = {
 	{ "drop in", action_4, 0, "", KML_FILTER_RA_ACTION, 0 },
 	{ "drop in", log_no_rate, 0, "a log action needs a log rate", KML_FILTER_RA_ACTION, 0 },
 	{ "drop in", log_too_fast, 0, "log rate above", KML_FILTER_RA_LOG_RATE, 0 },
-	{ "drop in", log_no_burst, 0, "a log burst of at least 1", KML_FILTER_RA_LOG_RATE, 0 },
+	{ "drop in", log_no_burst, 0, "a log burst of at least 1", KML_FILTER_RA_LOG_BURST, 0 },
 	{ "drop in", no_edit, NO_ACTION, "a rule needs an action", -1, KML_FILTER_RA_ACTION },
 	{ "drop in", no_edit, NO_DIR, "a rule needs a direction", -1, KML_FILTER_RA_DIR },
 };
@@ -6128,6 +6128,7 @@ TEST_F(nl, log_attach_errors_and_its_owner)
 	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
 	EXPECT_EQ(-EINVAL, kml_nl_request(&self->s, &q.m, NULL, NULL, &err));
 	EXPECT_EQ(-ENOENT, nl_log_detach(&self->s, self->fam, &err));
+	EXPECT_STREQ("no log ring is attached", err.msg);
 	ASSERT_EQ(0, log_info(self, &li));
 	EXPECT_EQ(0, li.attached);
 
