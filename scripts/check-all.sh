@@ -50,11 +50,14 @@ full_parts=(
 # and "7.x", with the modules built the way a Debian 13 user builds them.
 # The 7.3 test kernel (gcov coverage on 7.x) and Debian 13's own 6.12
 # are in check-full: a third kernel build does not fit the cold budget,
-# and 6.12 is the series CI tests most already. The order is for an
-# empty cache: 6.12 builds its kernel first while the other lane boots
-# stock kernels, which need no build; the debug guest comes last, when
-# its kernel (built in the background meanwhile) is there.
-queue=(6.12 stock-deb13-bpo labs stock-6.1 debug)
+# and 6.12 is the series CI tests most already. The order balances a
+# warm run, where every kernel is cached: the two longest parts (6.12,
+# debug) start at once, the stock kernels follow, and the labs, the
+# shortest, fill the end of whichever lane frees first (with the debug
+# part, the longest, taken last, its lane ran on alone at the end). With
+# an empty cache the two lanes wait on the two kernels being built,
+# which have the cores to themselves meanwhile.
+queue=(6.12 debug stock-deb13-bpo stock-6.1 labs)
 # Kernels built in the background for a later part. Not niced: with an
 # empty cache the debug kernel is the critical path (niced beside two
 # lanes of guests it was still compiling after 52 min); a part that
