@@ -11,7 +11,7 @@
 # side: a TCG guest leaves a core idle whenever it waits (sleeps in the
 # tests, one-thread guests, boots), and so do the one-threaded host steps
 # (fuzzing, lcov), so two lanes finish well before one would (see README,
-# "Measured"). Kernels a later part needs build in the background.
+# docs/measured.md). Kernels a later part needs build in the background.
 #
 #   scripts/check-all.sh [full]
 #

@@ -508,7 +508,7 @@ fi
 # busy on average (it sleeps in tests, boots, and one-thread guests use
 # one), so two at once fill the gaps of one (measured on the 2-core CI
 # machine, whose cores behave more like one and a fifth: 1076 s against
-# 1186 s; README, "Measured"). make check-all keeps this in its parts too.
+# 1186 s; docs/measured.md). make check-all keeps this in its parts too.
 # KMODLAB_CHECK_JOBS=1 runs them in turn. Each chain counts in a
 # subshell and hands its totals back in a file; the first chain prints as
 # it goes, the second when it ends.
