@@ -4516,7 +4516,59 @@ static void *held_list_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * A page of fresh memory whose first touch waits for the test: returns
+ * the userfaultfd (or -errno), the page in *@buf.
+ */
+static int uffd_page(void **buf, long pg)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -errno;
+	*buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)*buf;
+	reg.range.len = pg;
+	if (*buf == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) ||
+	    ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -EIO;
+	}
+	return uffd;
+}
+
+/* Waits (60 s at most) until something touches the page: 0 or -1. */
+static int uffd_touched(int uffd)
+{
+	struct pollfd p = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&p, 1, 60000) != 1 || read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+		return -1;
+	return msg.event == UFFD_EVENT_PAGEFAULT ? 0 : -1;
+}
+
+/* Lets whoever waits on the page go on: it reads zeros. */
+static int uffd_release(int uffd, void *buf, long pg)
+{
+	struct uffdio_zeropage zero = { .range = { (unsigned long)buf, pg } };
+
+	return ioctl(uffd, UFFDIO_ZEROPAGE, &zero);
+}
+
 static atomic_int closed;
+
+/* Whether @flag is set within @ms milliseconds. */
+static int set_within(atomic_int *flag, int ms)
+{
+	long long end = now_ms() + ms;
+
+	while (!atomic_load(flag) && now_ms() < end)
+		usleep(10000);
+	return atomic_load(flag);
+}
 
 static void *close_thread(void *arg)
 {
@@ -4535,47 +4587,28 @@ static void *close_thread(void *arg)
 TEST_F_TIMEOUT(nl, close_does_not_wait_for_a_busy_namespace, 180)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	struct uffdio_zeropage zero = { 0 };
-	struct pollfd p = { .events = POLLIN };
 	struct kml_nl_sock owner;
 	struct kml_nl_err err;
 	struct held_list h = { .fd = self->fd };
-	struct uffd_msg msg;
 	pthread_t a, b;
-	long long end;
 	__u32 txn;
 	int uffd;
 
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "no userfaultfd in this kernel (%s)", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	h.buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, h.buf);
-	reg.range.start = (unsigned long)h.buf;
-	reg.range.len = pg;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	uffd = uffd_page(&h.buf, pg);
+	if (uffd == -ENOSYS)
+		SKIP(return, "no userfaultfd in this kernel");
+	ASSERT_LE(0, uffd);
 	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 9"));
 	ASSERT_EQ(0, kml_nl_open(&owner));
 	ASSERT_EQ(0, nl_begin_replace(&owner, self->fam, 1, 0, &txn, &err));
 
 	atomic_store(&closed, 0);
 	ASSERT_EQ(0, pthread_create(&a, NULL, held_list_thread, &h));
-	/* the LIST now waits on its page, holding the namespace's lock */
-	p.fd = uffd;
-	ASSERT_EQ(1, poll(&p, 1, 60000));
-	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
-	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	/* the LIST now waits on its page */
+	ASSERT_EQ(0, uffd_touched(uffd));
 	ASSERT_EQ(0, pthread_create(&b, NULL, close_thread, &owner));
-	end = now_ms() + 60000;
-	while (!atomic_load(&closed) && now_ms() < end)
-		usleep(10000);
-	EXPECT_TRUE(atomic_load(&closed)) TH_LOG("close waited for the namespace's lock");
-	zero.range.start = (unsigned long)h.buf;
-	zero.range.len = pg;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	EXPECT_TRUE(set_within(&closed, 60000)) TH_LOG("close waited for the namespace's lock");
+	ASSERT_EQ(0, uffd_release(uffd, h.buf, pg));
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	/* the closed socket's replace is gone */
@@ -4600,42 +4633,23 @@ static void *add_thread(void *arg)
 TEST_F_TIMEOUT(nl, list_copies_out_without_the_lock, 180)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	struct uffdio_zeropage zero = { 0 };
-	struct pollfd p = { .events = POLLIN };
 	struct held_list h = { .fd = self->fd };
-	struct uffd_msg msg;
 	pthread_t a, b;
-	long long end;
 	int uffd;
 
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "no userfaultfd in this kernel (%s)", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	h.buf = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, h.buf);
-	reg.range.start = (unsigned long)h.buf;
-	reg.range.len = pg;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	uffd = uffd_page(&h.buf, pg);
+	if (uffd == -ENOSYS)
+		SKIP(return, "no userfaultfd in this kernel");
+	ASSERT_LE(0, uffd);
 	ASSERT_EQ(0, add_rule(self->fd, "drop in udp dport 9"));
 
 	atomic_store(&closed, 0);
 	ASSERT_EQ(0, pthread_create(&a, NULL, held_list_thread, &h));
-	p.fd = uffd;
-	ASSERT_EQ(1, poll(&p, 1, 60000));
-	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
-	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	ASSERT_EQ(0, uffd_touched(uffd));
 	/* the LIST waits on its page; an update of the namespace does not */
 	ASSERT_EQ(0, pthread_create(&b, NULL, add_thread, &self->fd));
-	end = now_ms() + 60000;
-	while (!atomic_load(&closed) && now_ms() < end)
-		usleep(10000);
-	EXPECT_TRUE(atomic_load(&closed)) TH_LOG("ADD waited for a LIST's page fault");
-	zero.range.start = (unsigned long)h.buf;
-	zero.range.len = pg;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zero));
+	EXPECT_TRUE(set_within(&closed, 60000)) TH_LOG("ADD waited for a LIST's page fault");
+	ASSERT_EQ(0, uffd_release(uffd, h.buf, pg));
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	EXPECT_EQ(2, info_of(self->fd).nrules);
