@@ -1157,6 +1157,7 @@ static int kml_filter_list(struct kml_filter_net *fn,
 {
 	struct kml_filter_list_ctx ctx = { };
 	struct kml_filter_list l;
+	u32 want;
 	int ret;
 
 	ret = kml_copy_struct_in(&l, sizeof(l), ul, usize,
@@ -1169,18 +1170,28 @@ static int kml_filter_list(struct kml_filter_net *fn,
 	 * Copied into a kernel buffer under the lock, and out to the caller
 	 * after it: user memory may take for ever to fault in (a FUSE or
 	 * userfaultfd mapping), and every update of the namespace waits on
-	 * that lock. Sized by the set as it is now; rules added meanwhile
-	 * are counted in l.count, as for a caller whose buffer is too small.
+	 * that lock. Sized by the set as it is now; if it grew before the
+	 * walk took the lock, again, so that the caller gets all it has room
+	 * for, as one snapshot.
 	 */
-	ctx.room = min(l.count, kml_filter_nrules(fn));
-	if (ctx.room) {
-		ctx.e = kvmalloc_array(ctx.room, sizeof(*ctx.e),
-				       GFP_KERNEL_ACCOUNT);
-		if (!ctx.e)
-			return -ENOMEM;
+	want = l.count;
+	for (;;) {
+		ctx.room = min(want, kml_filter_nrules(fn));
+		if (ctx.room) {
+			ctx.e = kvmalloc_array(ctx.room, sizeof(*ctx.e),
+					       GFP_KERNEL_ACCOUNT);
+			if (!ctx.e)
+				return -ENOMEM;
+		}
+		kml_filter_walk(fn, 0, kml_filter_list_emit, &ctx, &l.count,
+				&l.generation);
+		if (l.count <= ctx.room || ctx.room == want)
+			break;
+		kvfree(ctx.e);
+		ctx.e = NULL;
+		if (fatal_signal_pending(current))
+			return -EINTR;
 	}
-	kml_filter_walk(fn, 0, kml_filter_list_emit, &ctx, &l.count,
-			&l.generation);
 	if (copy_to_user(u64_to_user_ptr(l.entries), ctx.e,
 			 min(ctx.room, l.count) * sizeof(*ctx.e)))
 		ret = -EFAULT;

@@ -224,9 +224,11 @@ static void kml_budget_give(unsigned long n)
 }
 
 /*
- * Whom @cred's rings are charged to: its uid, or, inside a user namespace,
- * the user who made the outermost one. Each uid a namespace maps is a
- * kuid of its own, and one user may map a whole range of them.
+ * Whom @cred's rings are charged to: its uid, or, inside a user namespace
+ * a user made, that user. Each uid a namespace maps is a kuid of its own,
+ * and one user may map a whole range of them. Namespaces root made (a
+ * container runtime's) keep each uid apart: charging them all to root
+ * would let one container's user take every other's budget.
  */
 static kuid_t kml_charged(const struct cred *cred)
 {
@@ -236,7 +238,7 @@ static kuid_t kml_charged(const struct cred *cred)
 		return cred->uid;
 	while (ns->parent != &init_user_ns)
 		ns = ns->parent;
-	return ns->owner;
+	return uid_eq(ns->owner, GLOBAL_ROOT_UID) ? cred->uid : ns->owner;
 }
 
 /*

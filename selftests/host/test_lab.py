@@ -589,8 +589,8 @@ def check_grades_each_mistake_on_its_step():
     assert rc == 1, text
     assert "PASS: lab hello-mistake-caught: loses step 4 " \
            "(hello.writable_parameter_validates failed)" in text, text
-    assert "FAIL: lab hello-mistake-missed: loses step 4 (hello.writable_parameter, " \
-           "hello.writable_parameter_validates all passed: the lesson is not graded)" in text, text
+    assert "FAIL: lab hello-mistake-missed: loses step 4 (no test of hello.writable_parameter, " \
+           "hello.writable_parameter_validates failed: the lesson is not graded)" in text, text
     assert "PASS: lab hello-mistake-crashes: loses step 4 (broke the kernel" in text, text
     assert "PASS: labs guest: no splat but a catalogued mistake's" in text, text
     assert "other-profile" not in text, text

@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -959,6 +960,8 @@ TEST(ipc_lock_is_the_openers)
 		fd = open(DEV, O_RDWR);
 		_exit(fd < 0 || send_fd(sv[1], fd) ? 11 : 0);
 	}
+	/* the child's end only: if it fails, recv_fd() sees the end */
+	close(sv[1]);
 	fd = recv_fd(sv[0]);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, WEXITSTATUS(status));
@@ -968,7 +971,6 @@ TEST(ipc_lock_is_the_openers)
 	EXPECT_EQ(0, set_size(fd, 4));
 	close(fd);
 	close(sv[0]);
-	close(sv[1]);
 	ASSERT_EQ(0, reload_ring());
 }
 
@@ -993,6 +995,8 @@ TEST(users_leave_roots_reserve)
 		pid[i] = fork();
 		ASSERT_GE(pid[i], 0);
 		if (pid[i] == 0) {
+			/* never left holding a ring if the test dies */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			r = 1;
 			if (!setgroups(0, NULL) && !setresgid(uids[i], uids[i], uids[i]) &&
 			    !setresuid(uids[i], uids[i], uids[i])) {
@@ -1073,6 +1077,9 @@ TEST(a_user_namespaces_uids_are_its_owners)
 		/* 5 more, for uid 2: over user 1000's 6 */
 		_exit(set_size(b, 4) == -ENOSPC ? 0 : 16);
 	}
+	/* the child's ends only: if it fails, read() sees the end */
+	close(go[1]);
+	close(mapped[0]);
 	ASSERT_EQ(1, read(go[0], &c, 1));
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
 	c = !!write_file(path, "deny");
@@ -1087,8 +1094,6 @@ TEST(a_user_namespaces_uids_are_its_owners)
 		TH_LOG("step %d (16: uid 2 of the namespace had a budget of its own)",
 		       WEXITSTATUS(status));
 	close(go[0]);
-	close(go[1]);
-	close(mapped[0]);
 	close(mapped[1]);
 	ASSERT_EQ(0, reload_ring());
 }
