@@ -839,9 +839,13 @@ TEST(page_budget_is_shared_by_all_rings)
 
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
-			int fd = open(DEV, O_RDWR);
+			int fd;
 
-			if (become_nobody() || fd < 0)
+			/* opened as nobody: the opener is who is charged */
+			if (become_nobody())
+				_exit(10);
+			fd = open(DEV, O_RDWR);
+			if (fd < 0)
 				_exit(10);
 			_exit(set_size(fd, 4) == -ENOSPC && set_size(fd, 2) == 0 ? 0 : 11);
 		}
@@ -1663,10 +1667,15 @@ TEST(one_ring_larger_than_the_user_share)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		int fd = open(DEV, O_RDWR), other = open(DEV, O_RDWR);
+		int fd, other;
 		char buf[8];
 
-		if (fd < 0 || other < 0 || become_nobody())
+		/* opened as nobody: the opener is who is charged */
+		if (become_nobody())
+			_exit(10);
+		fd = open(DEV, O_RDWR);
+		other = open(DEV, O_RDWR);
+		if (fd < 0 || other < 0)
 			_exit(10);
 		if (set_size(fd, 2) != -ENOSPC)		/* 3 pages of 2 */
 			_exit(11);
@@ -2011,12 +2020,12 @@ TEST_F_TIMEOUT(walk, first_set_size_unprivileged, 900)
 
 	ASSERT_EQ(0, reload_ring_with("max_pages=3 user_pages=3"));
 	FAULT_INIT(&f);		/* as root: the injectors are in debugfs */
+	/* Opened without CAP_IPC_LOCK: user_pages holds. (The next tests reload.) */
+	ASSERT_EQ(0, become_nobody());
 	fd = open(DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	other = open(DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
 	ASSERT_GE(other, 0);
-	/* No CAP_IPC_LOCK now: user_pages holds. (The next tests reload.) */
-	ASSERT_EQ(0, become_nobody());
 	for (n = 1; n <= KML_FAULT_MAX; n++) {
 		ASSERT_EQ(0, kml_fault_arm(&f, n));
 		ret = set_size(fd, 2);
