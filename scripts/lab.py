@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 try:
     import tomllib
 except ImportError:  # Python < 3.11 (Ubuntu 22.04): lab.toml's subset
@@ -908,8 +909,14 @@ def check(names, kver_tag, mistakes_only=False):
     # one build per core at a time: each is a kbuild run of one or two
     # modules, mostly serial
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        built = list(pool.map(lambda t: build(t[0], t[3], log=t[3] + ".build.log", jobs=1),
-                              todo))
+        def timed_build(t):
+            t0 = time.monotonic()
+            ok = build(t[0], t[3], log=t[3] + ".build.log", jobs=1)
+            print(f"# lab {t[2]}: built in {time.monotonic() - t0:.0f} s", flush=True)
+            return ok
+        t0 = time.monotonic()
+        built = list(pool.map(timed_build, todo))
+        print(f"# {len(todo)} trees built in {time.monotonic() - t0:.0f} s", flush=True)
     for (lab, step, tag, dest, m), ok in zip(todo, built):
         n = len(lab["step"])
         report(ok, f"lab {tag}: builds")
@@ -1077,8 +1084,10 @@ def guest_run(planf):
         for run in tree["runs"]:
             for t in run["tests"]:
                 print(f"# lab {tree['name']}: {run['selftest']} -r {t}", flush=True)
+                t0 = time.monotonic()
                 st, outp = run_timed([os.path.join(stdir, run["selftest"]), "-r", t],
                                      tmo, env=env)
+                r.setdefault("secs", {})[t] = round(time.monotonic() - t0, 1)
                 if st is None:
                     v, outp = "failed", f"# {t}: no result within {tmo} s\n"
                 elif re.search(r"^ok \d+ .*# SKIP", outp, re.M):

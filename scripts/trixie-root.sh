@@ -21,7 +21,9 @@
 #   root/      debootstrap --variant=minbase, then dkms, gcc, make (and
 #              man-db, xz-utils, openssl: what scripts/guest/deb-check.sh
 #              and DKMS use, openssl for DKMS's module signing key, as on
-#              most systems); its apt sources include trixie-backports
+#              most systems; linux-libc-dev, which kmodlab-dev depends on
+#              and `dpkg -i` does not fetch); its apt sources include
+#              trixie-backports
 #   hdr-ABI/   the changes `apt-get install linux-headers-ABI` made over
 #              root/ (an overlay's upper directory, a layer of its own: one
 #              kernel's headers never make DKMS build for another)
@@ -32,7 +34,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
-pkgs="dkms gcc make man-db xz-utils openssl"
+pkgs="dkms gcc make man-db xz-utils openssl linux-libc-dev"
 key=$(echo "trixie minbase $mirror $pkgs" | md5sum | cut -c1-8)
 top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/trixie-$key
 base=$top/root

@@ -62,10 +62,11 @@ void kml_filter_rejected(void);
  * Calls @emit for each rule from @from on, with its counters and the
  * generation the set belongs to, all under the namespace's lock (one
  * generation per call), until @emit returns non-zero; then sets @nrules
- * and @generation to the set's.
+ * and @generation to the set's. The counters are the rule's in all, or
+ * what possible CPU @cpu counted in this generation if @cpu >= 0.
  * Return: the index of the first rule not emitted.
  */
-u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
+u32 kml_filter_walk(struct kml_filter_net *fn, u32 from, int cpu,
 		    int (*emit)(void *arg, u32 index,
 				const struct kml_filter_entry *e, u64 generation),
 		    void *arg, u32 *nrules, u64 *generation);

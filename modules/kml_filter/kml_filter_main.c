@@ -1099,13 +1099,12 @@ static int kml_filter_ioc_policy(struct kml_filter_net *fn,
 	return kml_filter_set_policy(fn, policy, 0);
 }
 
-u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
+u32 kml_filter_walk(struct kml_filter_net *fn, u32 from, int cpu,
 		    int (*emit)(void *arg, u32 index,
 				const struct kml_filter_entry *e, u64 generation),
 		    void *arg, u32 *nrules, u64 *generation)
 {
 	struct kml_filter_entry e;
-	struct kml_filter_count c;
 	struct kml_filter_set *set;
 	u32 i;
 
@@ -1113,10 +1112,16 @@ u32 kml_filter_walk(struct kml_filter_net *fn, u32 from,
 	mutex_lock(&fn->lock);
 	set = kml_filter_current(fn);
 	for (i = from; i < set->nrules; i++) {
-		c = kml_filter_sum(set, i);
 		e.rule = set->rules[i];
-		e.packets = c.packets;
-		e.bytes = c.bytes;
+		if (cpu < 0) {
+			struct kml_filter_count c = kml_filter_sum(set, i);
+
+			e.packets = c.packets;
+			e.bytes = c.bytes;
+		} else {
+			e.packets = local64_read(&set->ctr[cpu][i].packets);
+			e.bytes = local64_read(&set->ctr[cpu][i].bytes);
+		}
 		if (emit(arg, i, &e, fn->generation))
 			break;
 	}
@@ -1157,15 +1162,23 @@ static int kml_filter_list(struct kml_filter_net *fn,
 {
 	struct kml_filter_list_ctx ctx = { };
 	struct kml_filter_list l;
+	int ret, cpu = -1;
 	u32 want;
-	int ret;
 
 	ret = kml_copy_struct_in(&l, sizeof(l), ul, usize,
 				 KML_FILTER_LIST_SIZE_VER0);
 	if (ret)
 		return ret;
-	if (l.flags)
+	if ((l.flags & ~KML_FILTER_LIST_CPU) || l.reserved)
 		return -EINVAL;
+	if (l.flags & KML_FILTER_LIST_CPU) {
+		/* every possible CPU has counters: an offline one keeps its */
+		if (l.cpu >= nr_cpu_ids || !cpu_possible(l.cpu))
+			return -EINVAL;
+		cpu = l.cpu;
+	} else if (l.cpu) {
+		return -EINVAL;
+	}
 	/*
 	 * Copied into a kernel buffer under the lock, and out to the caller
 	 * after it: user memory may take for ever to fault in (a FUSE or
@@ -1183,8 +1196,8 @@ static int kml_filter_list(struct kml_filter_net *fn,
 			if (!ctx.e)
 				return -ENOMEM;
 		}
-		kml_filter_walk(fn, 0, kml_filter_list_emit, &ctx, &l.count,
-				&l.generation);
+		kml_filter_walk(fn, 0, cpu, kml_filter_list_emit, &ctx,
+				&l.count, &l.generation);
 		if (l.count <= ctx.room || ctx.room == want)
 			break;
 		kvfree(ctx.e);

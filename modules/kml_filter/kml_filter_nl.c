@@ -507,7 +507,7 @@ static int kml_filter_nl_getrule(struct sk_buff *skb,
 	u32 next, nrules;
 	u64 generation;
 
-	next = kml_filter_walk(fn, cb->args[0], kml_filter_nl_emit, &d,
+	next = kml_filter_walk(fn, cb->args[0], -1, kml_filter_nl_emit, &d,
 			       &nrules, &generation);
 	/* a set that shrank under a dump still ends it, marked interrupted */
 	cb->seq = kml_filter_nl_seq(generation);

@@ -67,11 +67,13 @@ KML_FILTER_AT(kml_filter_del, index, 4);
 KML_FILTER_AT(kml_filter_del, reserved, 8);
 KML_FILTER_AT(kml_filter_del, rule, 16);
 
-KML_FILTER_SIZE(kml_filter_list, KML_FILTER_LIST_SIZE_VER0);
+KML_FILTER_SIZE(kml_filter_list, KML_FILTER_LIST_SIZE_VER1);
 KML_FILTER_AT(kml_filter_list, flags, 0);
 KML_FILTER_AT(kml_filter_list, count, 4);
 KML_FILTER_AT(kml_filter_list, generation, 8);
 KML_FILTER_AT(kml_filter_list, entries, 16);
+KML_FILTER_AT(kml_filter_list, cpu, KML_FILTER_LIST_SIZE_VER0);
+KML_FILTER_AT(kml_filter_list, reserved, 28);
 
 /* the ioctl numbers carry these sizes: the same number on both ABIs */
 _Static_assert(KML_FILTER_IOC_LIST == 0xc018bd36u, "LIST number");

@@ -61,7 +61,7 @@ TEST(abi_layout)
 	ASSERT_EQ(24, sizeof(struct kml_filter_replace));
 	ASSERT_EQ(64, sizeof(struct kml_filter_add));
 	ASSERT_EQ(72, sizeof(struct kml_filter_del));
-	ASSERT_EQ(24, sizeof(struct kml_filter_list));
+	ASSERT_EQ(32, sizeof(struct kml_filter_list));
 	/* what replaced ABI 1's leading size fields */
 	ASSERT_EQ(0, offsetof(struct kml_filter_info, flags));
 	ASSERT_EQ(0, offsetof(struct kml_filter_replace, flags));

@@ -254,13 +254,21 @@ struct kml_filter_del {
 	struct kml_filter_rule rule;
 };
 
+#define KML_FILTER_LIST_CPU	0x1	/* one CPU's counts: see @cpu */
+
 /**
  * struct kml_filter_list - read the rules and counters (KML_FILTER_IOC_LIST)
- * @flags: in: zero; out: zero
+ * @flags: in: zero, or %KML_FILTER_LIST_CPU; out: zero
  * @count: in: room at @entries; out: rules in the set (which may be more
  *	than were copied: call again with a larger buffer)
  * @generation: out: the generation the entries belong to
  * @entries: user pointer to @count struct kml_filter_entry
+ * @cpu: with %KML_FILTER_LIST_CPU, the possible CPU whose counters the
+ *	entries get: the packets and bytes that CPU counted in this
+ *	generation (counts carried over from earlier ones are no CPU's);
+ *	zero otherwise. Shows where traffic is handled, and that each CPU
+ *	counts in its own slots.
+ * @reserved: zero
  *
  * The entries copied are one consistent snapshot of one generation.
  */
@@ -269,6 +277,8 @@ struct kml_filter_list {
 	__u32 count;
 	__u64 generation;
 	__u64 entries;
+	__u32 cpu;
+	__u32 reserved;
 };
 
 /*
@@ -280,6 +290,7 @@ struct kml_filter_list {
 #define KML_FILTER_ADD_SIZE_VER0	64
 #define KML_FILTER_DEL_SIZE_VER0	72
 #define KML_FILTER_LIST_SIZE_VER0	24
+#define KML_FILTER_LIST_SIZE_VER1	32	/* @cpu */
 
 /*
  * FLUSH and SET_POLICY take no struct: only their exact numbers are valid.
