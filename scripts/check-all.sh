@@ -30,9 +30,10 @@ lanes=${KMODLAB_LANES:-2}
 # id|kernel|how it is built|what runs|command
 parts=(
 	"6.12|6.12 (Debian's linux-source-6.12)|test kernel, gcov|host checks, runner, selftests, 32-bit, valgrind, coverage|env KVER=6.12 PROFILE=default $here/check.sh"
-	"labs|6.12 (Debian's linux-source-6.12)|test kernel|workshop labs: every step of every lab|env KVER=6.12 PROFILE=default KMODLAB_CHECK_PARTS=labs KMODLAB_CHECK_LOGS=build/check-labs $here/check.sh"
+	"labs|6.12 (Debian's linux-source-6.12)|test kernel|workshop labs: every step of every lab, the solutions, grade-all|env KVER=6.12 PROFILE=default KMODLAB_CHECK_PARTS=labs KMODLAB_LABS=steps KMODLAB_CHECK_LOGS=build/check-labs $here/check.sh"
+	"lab-mistakes|6.12 (Debian's linux-source-6.12)|test kernel|workshop labs: every catalogued mistake loses its step|env KVER=6.12 PROFILE=default KMODLAB_CHECK_PARTS=labs KMODLAB_LABS=mistakes KMODLAB_CHECK_LOGS=build/check-lab-mistakes $here/check.sh"
 	"debug|6.12 debug (KASAN, lockdep, kmemleak, UBSAN)|test kernel|selftests, any splat fails|env KVER=6.12 PROFILE=debug KMODLAB_CHECK_PARTS=guest KMODLAB_VM_TIMEOUT=4800 $here/check.sh"
-	"stock-6.1|Debian 12 cloud 6.1|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.1 $here/stock.sh"
+	"stock-6.1|Debian 12 cloud 6.1|stock image, modules against its headers|selftests|env STOCK=6.1 KMODLAB_STOCK_PACKAGES=0 $here/stock.sh"
 	"stock-deb13-bpo|Debian 13 backports cloud 7.x|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13-bpo $here/stock.sh"
 )
 full_parts=(
@@ -50,19 +51,21 @@ full_parts=(
 # and "7.x", with the modules built the way a Debian 13 user builds them.
 # The 7.3 test kernel (gcov coverage on 7.x) and Debian 13's own 6.12
 # are in check-full: a third kernel build does not fit the cold budget,
-# and 6.12 is the series CI tests most already. The order balances a
-# warm run, where every kernel is cached: the two longest parts (6.12,
-# debug) start at once, the stock kernels follow, and the labs, the
-# shortest, fill the end of whichever lane frees first (with the debug
-# part, the longest, taken last, its lane ran on alone at the end). With
-# an empty cache the two lanes wait on the two kernels being built,
-# which have the cores to themselves meanwhile.
-queue=(6.12 debug stock-deb13-bpo stock-6.1 labs)
+# and 6.12 is the series CI tests most already; Debian 12's 6.1 runs its
+# selftests here and its packages there (CI tests the packages on Debian
+# 13's kernel). The order balances a warm run, where every kernel is
+# cached (each part's seconds are in the table every run prints): the
+# longest part, debug, takes one lane and the next three the other; the
+# labs, split in two parts, and stock 6.1 fill whichever lane frees first.
+# With an empty cache both test kernels build at once, the debug one by
+# its part and the default one in the background, beside the Debian 13
+# guest, which needs neither.
+queue=(debug stock-deb13-bpo 6.12 lab-mistakes labs stock-6.1)
 # Kernels built in the background for a later part. Not niced: with an
 # empty cache the debug kernel is the critical path (niced beside two
 # lanes of guests it was still compiling after 52 min); a part that
 # reaches its kernel first builds it itself (kernel.sh's lock).
-bg_kernels=("6.12 debug")
+bg_kernels=("6.12 default" "6.12 debug")
 case $mode in
 ci) ;;
 full)	parts+=("${full_parts[@]}")

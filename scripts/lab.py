@@ -25,7 +25,7 @@ later by "TODO" comments carrying the instruction.
   lab.py grade LAB [--dir D]           build it, run the graded tests in
                                        the guest, print the score
   lab.py grade-many LAB --csv F DIR...  many student trees, one guest, a CSV
-  lab.py check [--only LAB] [--mistakes-only]
+  lab.py check [--only LAB] [--mistakes-only | --steps-only]
                                        every step of every lab is real and
                                        every catalogued mistake loses its
                                        step (what `make lab-check` runs)
@@ -857,13 +857,14 @@ def grade_many(lab, dirs, csv_path):
     return 1 if missing else 0
 
 
-def check(names, kver_tag, mistakes_only=False):
+def check(names, kver_tag, mistakes_only=False, steps_only=False):
     """Every skeleton builds, loads, unloads and fails a graded test of its
     step and of each later step; the full solution gets full marks; every
     catalogued mistake (mistakes()) of this kernel's profile loses its
     step's points. One guest for all. Prints PASS:/FAIL: lines for
     check.sh to count. @mistakes_only: the catalogue alone (the debug
-    kernel's share)."""
+    kernel's share); @steps_only: all but the catalogue (make check-all
+    runs the two as parts of their own, in two lanes)."""
     base = os.path.join(REPO, "build", "labcheck", kver_tag)
     profile = os.environ.get("PROFILE", "default")
     trees, verdicts, todo, failed = [], [], [], 0
@@ -894,7 +895,8 @@ def check(names, kver_tag, mistakes_only=False):
             gen(lab, step, dest, force=True, quiet=True)
             todo.append((lab, step, tag, dest, None))
         try:
-            catalogue = [m for m in mistakes(lab) if m["profile"] == profile]
+            catalogue = [m for m in mistakes(lab) if m["profile"] == profile
+                         and not steps_only]
         except LabError as e:
             report(False, f"lab {name}: {e}")
             continue
@@ -934,7 +936,8 @@ def check(names, kver_tag, mistakes_only=False):
         verdicts.append((lab, tag, step, m))
     if not trees:
         return 1 if failed else 0
-    rc, results, out = vm_run({"trees": trees}, f"labcheck-{kver_tag}")
+    part = "-mistakes" if mistakes_only else "-steps" if steps_only else ""
+    rc, results, out = vm_run({"trees": trees}, f"labcheck-{kver_tag}{part}")
     if results is None:
         report(False, f"labs guest: no result (vm-run {rc}, see {out})")
         return 1
@@ -1142,6 +1145,7 @@ def main():
     g = sub.add_parser("check")
     g.add_argument("--only", action="append")
     g.add_argument("--mistakes-only", action="store_true")
+    g.add_argument("--steps-only", action="store_true")
     g = sub.add_parser("validate")
     g = sub.add_parser("guest-run")
     g.add_argument("plan")
@@ -1164,7 +1168,7 @@ def main():
             return guest_run(a.plan)
         if a.cmd == "check":
             tag = f"{os.environ.get('KVER', '6.12')}-{os.environ.get('PROFILE', 'default')}"
-            return check(a.only or lab_names(), tag, a.mistakes_only)
+            return check(a.only or lab_names(), tag, a.mistakes_only, a.steps_only)
         if a.cmd == "grade-many":
             return grade_many(load_lab(a.lab), a.dirs, a.csv)
         if a.cmd in ("grade", "build", "submit") and not a.lab:

@@ -18,6 +18,9 @@
 # the modules the selftests load are the ones DKMS builds from the
 # kmodlab-dkms package in a Debian 13 chroot (scripts/trixie-root.sh).
 # Ends with "N passed, N failed, N skipped".
+# KMODLAB_STOCK_PACKAGES=0 (Debian 12's kernels only): no `make deb`,
+# `make install` or package install, the selftests alone (make check-all
+# tests the packages on Debian 13's kernel, check-full on both).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -47,6 +50,9 @@ case $series in
 deb13|deb13-bpo) deb13=1 ;;
 *)		bad "STOCK=$series: 6.1, 6.12, deb13 or deb13-bpo"; finish ;;
 esac
+packages=${KMODLAB_STOCK_PACKAGES:-1}
+# Debian 13's modules are the ones its packages build
+((deb13)) && packages=1
 deps=(host vm stock trace)
 ((deb13)) && deps+=(pkg=debootstrap)
 "$here/deps.sh" "${deps[@]}" || { bad "install dependencies"; finish; }
@@ -181,7 +187,7 @@ else
 	bad "build against linux-headers-$abi"
 	finish
 fi
-if ((!deb13)); then
+if ((!deb13 && packages)); then
 	# `make install` as a packager runs it (DESTDIR) against these headers,
 	# which carry no signing key: the modules land compressed under
 	# updates/kmodlab, one line says they are unsigned and why that matters,
@@ -248,7 +254,7 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 # DKMS building the modules against this kernel's headers, then used and
 # removed on this kernel in a guest (scripts/deb-install.sh): on this
 # host's system, or for Debian 13 on the chroot's.
-make_deb
+((packages)) && make_deb
 lower=/
 if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
 	bad "packages: no Debian 13 system to install into"

@@ -16,7 +16,7 @@ plan() { KMODLAB_CHECK_ALL_PLAN=1 "$repo/scripts/check-all.sh" "$@"; }
 ci=$(plan) full=$(plan full) one=$(KMODLAB_LANES=1 plan)
 ids() { sed -n 's/^queue: //p' <<< "$1" | tr ' ' '\n' | grep . | sort; }
 check "check-all: its plan prints" test -n "$ci"
-for id in 6.12 labs debug stock-6.1 stock-deb13-bpo; do
+for id in 6.12 labs lab-mistakes debug stock-6.1 stock-deb13-bpo; do
 	check "check-all (CI) runs part $id" grep -qx "$id" <(ids "$ci")
 done
 check "check-all: no part runs twice" test -z "$(ids "$ci" | uniq -d)"

@@ -735,20 +735,22 @@ static int send_dropped_from(const struct nets *n, int cpu, int count,
 	socklen_t len = addr_of(0, a_addr(0), PORT_UDP, &ss);
 	char buf[100] = { 0 };
 	cpu_set_t cpus;
-	int k, tx;
+	int k, tx, ok;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	CPU_ZERO(&cpus);
 	CPU_SET(cpu, &cpus);
 	tx = ns_socket(n, n->b, AF_INET, SOCK_DGRAM);
-	if (sched_setaffinity(0, sizeof(cpus), &cpus) || tx < 0 ||
-	    connect(tx, (struct sockaddr *)&ss, len))
-		return 2;
+	ok = !sched_setaffinity(0, sizeof(cpus), &cpus) && tx >= 0 &&
+	     !connect(tx, (struct sockaddr *)&ss, len);
+	/* ready even if not ok: the others must not wait for ever */
 	if (ready) {
 		atomic_fetch_add(ready, 1);
 		while (atomic_load(ready) < nready)
 			;
 	}
+	if (!ok)
+		return 2;
 	for (k = 0; k < count; k++)
 		if (send(tx, buf, sizeof(buf), 0) != -1 || errno != EPERM)
 			return 3;
@@ -909,9 +911,9 @@ TEST_F_TIMEOUT(filter, counters_exact_from_every_cpu, 600)
 	__u32 n = 1;
 	pid_t pid[8];
 
+	ASSERT_LE(2, ncpu) TH_LOG("needs two CPUs online (the test guest has two)");
 	if (ncpu > 8)
 		ncpu = 8;
-	ASSERT_LE(1, ncpu);
 	ASSERT_EQ(0, add_rule(self->fb, "drop out udp dport 9000"));
 	ready = mmap(NULL, sizeof(*ready), PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);

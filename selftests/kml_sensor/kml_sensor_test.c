@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -719,6 +720,7 @@ struct waiter {
 	int fd;
 	struct kml_sensor_event ev;
 	int ret;
+	atomic_int done;
 };
 
 static void *blocking_reader(void *arg)
@@ -726,7 +728,24 @@ static void *blocking_reader(void *arg)
 	struct waiter *w = arg;
 
 	w->ret = read_event(w->fd, &w->ev);
+	atomic_store(&w->done, 1);
 	return NULL;
+}
+
+/*
+ * Joins @w's reader if it returns within 20 s (a generous cap: it should
+ * take milliseconds), so that a reader never woken fails the test with a
+ * reason instead of hanging it. 0 if it returned.
+ */
+static int join_reader(pthread_t th, struct waiter *w)
+{
+	int i;
+
+	for (i = 0; i < 2000 && !atomic_load(&w->done); i++)
+		usleep(10000);
+	if (!atomic_load(&w->done))
+		return -1;	/* left blocked: exiting takes it down */
+	return pthread_join(th, NULL);
 }
 
 TEST_F(dev, blocking_read_wakes_on_alarm)
@@ -739,7 +758,8 @@ TEST_F(dev, blocking_read_wakes_on_alarm)
 	usleep(200000);
 	EXPECT_EQ(1, w.ret) TH_LOG("read returned before any alarm");
 	ASSERT_EQ(0, inject(self->fd, 2, -1));
-	pthread_join(th, NULL);
+	ASSERT_EQ(0, join_reader(th, &w))
+		TH_LOG("the alarm's record did not wake the blocked reader within 20 s");
 	EXPECT_EQ(0, w.ret);
 	EXPECT_EQ(2, w.ev.channel);
 	EXPECT_EQ(KML_SENSOR_ZONE_LOW, w.ev.kind);
@@ -918,7 +938,8 @@ TEST_F(dev, nonblocking_read_never_waits_behind_a_blocked_reader)
 	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl));
 	/* Release the blocked reader. */
 	ASSERT_EQ(0, set_alarm(self->fd, 2, 0, 10000));
-	pthread_join(th, NULL);
+	ASSERT_EQ(0, join_reader(th, &w))
+		TH_LOG("the alarm's record did not wake the blocked reader within 20 s");
 	EXPECT_EQ(0, w.ret);
 }
 
