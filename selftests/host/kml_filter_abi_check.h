@@ -75,8 +75,12 @@ KML_FILTER_AT(kml_filter_list, entries, 16);
 KML_FILTER_AT(kml_filter_list, cpu, KML_FILTER_LIST_SIZE_VER0);
 KML_FILTER_AT(kml_filter_list, reserved, 28);
 
-/* the ioctl numbers carry these sizes: the same number on both ABIs */
-_Static_assert(KML_FILTER_IOC_LIST == 0xc018bd36u, "LIST number");
+/*
+ * The ioctl numbers carry these sizes: the same number on both ABIs. LIST
+ * grew (@cpu): 0xc018bd36, its first number, is still served
+ * (filter.extensible_structs_by_size).
+ */
+_Static_assert(KML_FILTER_IOC_LIST == 0xc020bd36u, "LIST number");
 _Static_assert(KML_FILTER_IOC_DEL == 0x4048bd33u, "DEL number");
 
 #endif /* KML_FILTER_ABI_CHECK_H */
