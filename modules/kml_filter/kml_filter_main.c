@@ -698,6 +698,22 @@ static u32 kml_filter_old_index(enum kml_filter_carry carry, u32 at, u32 i)
 	}
 }
 
+static void kml_filter_log_seed(struct kml_filter_net *fn,
+				struct kml_filter_set *set,
+				enum kml_filter_carry carry, u32 at)
+{
+	struct kml_filter_set *cur;
+	u32 i, from;
+
+	cur = rcu_dereference_protected(fn->set, lockdep_is_held(&fn->lock));
+	for (i = 0; i < set->nrules; i++) {
+		from = kml_filter_old_index(carry, at, i);
+		if (from != KML_FILTER_NOMATCH)
+			atomic64_set(&set->logst[i].tat,
+				     atomic64_read(&cur->logst[from].tat));
+	}
+}
+
 /* Publish @set (built, not yet visible) and retire the current one. */
 static void kml_filter_commit(struct kml_filter_net *fn,
 			      struct kml_filter_set *set,
@@ -705,6 +721,16 @@ static void kml_filter_commit(struct kml_filter_net *fn,
 {
 	struct kml_filter_set *old;
 	u32 i, from;
+
+	/*
+	 * Packets meet @set as soon as it is published, while others still
+	 * use the old set: a kept rule's log limiter starts where the old
+	 * one is now, not with a fresh burst (an edit a second would
+	 * otherwise log a record a second whatever the limit). After the
+	 * grace period kml_filter_log_carry() merges what the old one did
+	 * meanwhile.
+	 */
+	kml_filter_log_seed(fn, set, carry, at);
 
 	/* LAB filter 2: publish @set in place of the current one in one
 	 * store (rcu_replace_pointer(), under fn->lock: say so with

@@ -6585,4 +6585,58 @@ TEST_F_TIMEOUT(nl, log_limit_survives_an_edit, 180)
 	close(ring);
 }
 
+/*
+ * Edits under traffic: packets meet each new set before the old one's
+ * grace period ends, so a kept rule's limit must already be there, not
+ * a fresh burst per edit. A flood through a rule of 1 record a second
+ * (burst 1) while 60 edits of another rule go by: no more records than
+ * the burst and the rate allow in the time it took, plus one for a token
+ * that came due while both sets were in use. The bound is the measured
+ * time's, so the verdict does not depend on the host's speed.
+ */
+TEST_F_TIMEOUT(nl, log_limit_holds_across_edits_under_traffic, 300)
+{
+	struct kml_filter_add at0 = { .position = 0 };
+	struct kml_filter_del del0 = { .index = 0 };
+	struct kml_nl_err err;
+	struct loginfo a, b;
+	int ring, rx, tx, k, st;
+	long long t0, ms;
+	pid_t flood;
+
+	ASSERT_EQ(0, lo_up());
+	ring = log_ring(4);
+	ASSERT_LE(0, ring);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, lo_udp(9601, &rx, &tx));
+	ASSERT_EQ(0, add_log_rule(self->fd, "drop in udp dport 9601", 0, 1, 1));
+	ASSERT_EQ(0, rule_of("drop in tcp dport 1", &at0.rule));
+	ASSERT_EQ(0, log_info(self, &a));
+	t0 = now_ms();
+	flood = fork();
+	ASSERT_LE(0, flood);
+	if (flood == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			udp_send(tx, 1, 10);
+	}
+	for (k = 0; k < 30; k++) {
+		ASSERT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_ADD, &at0));
+		ASSERT_EQ(0, ioctl(self->fd, KML_FILTER_IOC_DEL, &del0));
+	}
+	kill(flood, SIGKILL);
+	ASSERT_EQ(flood, waitpid(flood, &st, 0));
+	ms = now_ms() - t0;
+	ASSERT_EQ(0, log_info(self, &b));
+	EXPECT_LE(1, b.records - a.records);
+	EXPECT_GE(1 + ms / 1000 + 1 + 1, (long long)(b.records - a.records))
+		TH_LOG("%llu records in %lld ms at 1 a second, burst 1: edits hand out bursts",
+		       (unsigned long long)(b.records - a.records), ms);
+	/* the flood did meet the rule throughout */
+	EXPECT_LT(60, b.suppressed - a.suppressed);
+	close(rx);
+	close(tx);
+	close(ring);
+}
+
 TEST_HARNESS_MAIN
