@@ -38,7 +38,7 @@ needs() {
 	case $1 in
 	kml_stats)  echo "kml_stats kml_ring tests" ;;	# tests/ has kml_ring_apitest
 	kml_sensor) echo "kml_stats kml_sensor" ;;
-	kml_probe)  echo "kml_stats kml_probe" ;;
+	kml_probe)  echo "kml_stats kml_probe tests" ;;	# tests/ has kml_initwait
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
 	kml_filter) echo "kml_stats kml_ring kml_filter" ;;	# the log writes to kml_ring
 	kml_hello)  echo "kml_hello" ;;

@@ -309,7 +309,7 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	size_t ctr_bytes = kml_filter_ctr_bytes(nrules);
 	struct kml_filter_set *set;
 	u64 asked, want;
-	bool wrong;
+	bool exact, wrong;
 	int cpu;
 
 	/* kml_filter_set_bytes() counts with these (a 64-bit kernel's) */
@@ -351,12 +351,11 @@ static struct kml_filter_set *kml_filter_set_alloc(u32 nrules)
 	}
 	/*
 	 * The limit counts what is asked for here: never less, and exactly
-	 * on a 64-bit kernel whose possible CPUs are 0..n-1 (bitwise, so the
-	 * check has no branch that a test could never take).
+	 * on a 64-bit kernel whose possible CPUs are 0..n-1.
 	 */
 	want = kml_filter_bytes(nrules);
-	wrong = (asked > want) | (IS_ENABLED(CONFIG_64BIT) &
-				  (num_possible_cpus() == nr_cpu_ids) & (asked != want));
+	exact = IS_ENABLED(CONFIG_64BIT) && num_possible_cpus() == nr_cpu_ids;
+	wrong = asked > want || (exact && asked != want); /* LCOV_EXCL_BR_LINE: never true */
 	WARN_ON_ONCE(wrong); /* LCOV_EXCL_BR_LINE: a check that must never fire */
 	return set;
 fail:

@@ -973,20 +973,27 @@ static long kml_probe_ioctl(struct file *file, unsigned int cmd,
  * (kprobes marks them gone in its own notifier, which runs before ours);
  * ours stay listed, flagged gone, counting nothing, until detached. A
  * detach then unregisters a gone probe, which kprobes handles cleanly.
+ * So does a module going live, for probes in its init text: that text
+ * is about to be freed.
  */
 static int kml_module_notify(struct notifier_block *nb, unsigned long action,
 			     void *data)
 {
 	struct module *mod = data;
+	unsigned long addr;
 	unsigned int i;
 
-	if (action != MODULE_STATE_GOING)
+	if (action != MODULE_STATE_GOING && action != MODULE_STATE_LIVE)
 		return NOTIFY_DONE;
 	mutex_lock(&kml_probe_lock);
-	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
-		if (kml_fns[i] &&
-		    within_module((unsigned long)kml_fn_kprobe(kml_fns[i])->addr, mod))
+	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++) {
+		if (!kml_fns[i])
+			continue;
+		addr = (unsigned long)kml_fn_kprobe(kml_fns[i])->addr;
+		if (within_module_init(addr, mod) ||
+		    (action == MODULE_STATE_GOING && within_module(addr, mod)))
 			kml_fns[i]->gone = true;
+	}
 	mutex_unlock(&kml_probe_lock);
 	return NOTIFY_DONE;
 }

@@ -1677,6 +1677,53 @@ TEST_F_TIMEOUT(probe_text, attach_detach_races_calls_on_both_cpus, 300)
 	EXPECT_GE(cycles, 20);
 }
 
+static void *load_initwait(void *arg)
+{
+	*(int *)arg = kml_load("modules/tests/kml_initwait.ko", "");
+	return NULL;
+}
+
+/*
+ * A probe in a module's init text, planted while the init runs: once the
+ * module is live its init text is freed and kprobes retires the probe,
+ * so it must be listed gone, as for an unloaded module, not live and
+ * counting nothing for ever. (Here: the probe text runs on the loading
+ * CPU while this one patches it, so one TCG thread.)
+ */
+TEST_F_TIMEOUT(probe_text, probe_in_init_text_is_gone_once_live, 300)
+{
+	const char *release = "/sys/module/kml_initwait/parameters/release";
+	const char *fn = "kml_initwait_tick";
+	struct kml_probe_result r = { 0 };
+	int loaded = 1, i, fd;
+	pthread_t th;
+
+	kml_unload("kml_initwait");
+	ASSERT_EQ(0, pthread_create(&th, NULL, load_initwait, &loaded));
+	/* its parameters are in sysfs while the init runs */
+	for (i = 0; i < 3000 && access(release, W_OK); i++)
+		usleep(10000);
+	ASSERT_EQ(0, access(release, W_OK)) TH_LOG("kml_initwait did not start loading");
+	ASSERT_EQ(0, attach(self->fd, fn, KML_PROBE_F_COUNT_ONLY, 0));
+	for (i = 0; i < 3000 && !r.count; i++) {
+		ASSERT_EQ(0, get(self->fd, fn, &r));
+		usleep(10000);
+	}
+	EXPECT_LT(0, r.count) TH_LOG("the probe in init text never counted");
+	EXPECT_EQ(0, r.state);
+	fd = open(release, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, write(fd, "1", 1));
+	close(fd);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, loaded);
+	ASSERT_EQ(0, get(self->fd, fn, &r));
+	EXPECT_EQ(KML_PROBE_S_GONE, r.state)
+		TH_LOG("the module is live and its init text freed: the probe is gone");
+	ASSERT_EQ(0, detach(self->fd, fn));
+	EXPECT_EQ(0, kml_unload("kml_initwait"));
+}
+
 /*
  * Probing, with arguments, a function GET's own path calls: the old GET
  * took the probe's spinlock (raw_spin_lock_irqsave) to copy the last
