@@ -18,9 +18,11 @@
 # the modules the selftests load are the ones DKMS builds from the
 # kmodlab-dkms package in a Debian 13 chroot (scripts/trixie-root.sh).
 # Ends with "N passed, N failed, N skipped".
-# KMODLAB_STOCK_PACKAGES=0 (Debian 12's kernels only): no `make deb`,
-# `make install` or package install, the selftests alone (make check-all
-# tests the packages on Debian 13's kernel, check-full on both).
+# Debian 12's kernels only: KMODLAB_STOCK_PACKAGES=0 skips `make deb` and
+# the packages' install and use; KMODLAB_STOCK_GUESTS=0 skips the guests
+# too, leaving the build against the kernel's headers and `make install`
+# (make check-all builds for Debian 12's 6.1 and tests the packages on
+# Debian 13's kernel; check-full runs all of it on both).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -50,9 +52,15 @@ case $series in
 deb13|deb13-bpo) deb13=1 ;;
 *)		bad "STOCK=$series: 6.1, 6.12, deb13 or deb13-bpo"; finish ;;
 esac
-packages=${KMODLAB_STOCK_PACKAGES:-1}
+packages=${KMODLAB_STOCK_PACKAGES:-1} guests=${KMODLAB_STOCK_GUESTS:-1}
+[[ $packages == [01] && $guests == [01] ]] ||
+	{ bad "KMODLAB_STOCK_PACKAGES and KMODLAB_STOCK_GUESTS are 0 or 1"; finish; }
 # Debian 13's modules are the ones its packages build
-((deb13)) && packages=1
+((deb13)) && packages=1 guests=1
+# and the packages are used in a guest
+((guests)) || packages=0
+((packages)) || echo "stock.sh: no packages (KMODLAB_STOCK_PACKAGES=0)"
+((guests)) || echo "stock.sh: no guests (KMODLAB_STOCK_GUESTS=0): the build and make install only"
 deps=(host vm stock trace)
 ((deb13)) && deps+=(pkg=debootstrap)
 "$here/deps.sh" "${deps[@]}" || { bad "install dependencies"; finish; }
@@ -187,7 +195,7 @@ else
 	bad "build against linux-headers-$abi"
 	finish
 fi
-if ((!deb13 && packages)); then
+if ((!deb13)); then
 	# `make install` as a packager runs it (DESTDIR) against these headers,
 	# which carry no signing key: the modules land compressed under
 	# updates/kmodlab, one line says they are unsigned and why that matters,
@@ -269,6 +277,7 @@ if [[ $debs == ok && -n $lower ]]; then
 	pass=$((pass + p)) fail=$((fail + f))
 fi
 
+((guests)) || finish
 run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \
 	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
 	"kml_filter_test:${fexcl}-F trace" "kml_probe_test:-F $ptext -F trace"

@@ -230,6 +230,9 @@ elif [[ ! -s $out/status ]]; then
 else
 	rc=$(<"$out/status")
 fi
+# (a stuck system workqueue: say so, the splats below may say why)
+[[ -e $out/poweroff-fallback ]] &&
+	echo "vm-run: note: the guest's SysRq power-off never ran; init rebooted it" >&2
 
 # Any splat fails the run, even when COMMAND passed.
 log=$out/dmesg.txt

@@ -59,6 +59,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
+#include <linux/nospec.h>
 #include <linux/rcupdate.h>
 #include <linux/skbuff.h>
 #include <linux/slab.h>
@@ -1200,7 +1201,8 @@ static int kml_filter_list(struct kml_filter_net *fn,
 		/* every possible CPU has counters: an offline one keeps its */
 		if (l.cpu >= nr_cpu_ids || !cpu_possible(l.cpu))
 			return -EINVAL;
-		cpu = l.cpu;
+		/* it indexes an array: not even speculatively past its end */
+		cpu = array_index_nospec(l.cpu, nr_cpu_ids);
 	} else if (l.cpu) {
 		return -EINVAL;
 	}

@@ -19,8 +19,12 @@ MODULE_PARM_DESC(release, "set it to let the init return");
 
 static unsigned long ticks;
 
-/* in init text, and not inlined: what the test probes */
-static noinline int __init kml_initwait_tick(unsigned long n)
+/*
+ * In init text, under this name: what the test probes. noipa, as
+ * noinline is not enough: the unused return value would have gcc emit
+ * it as kml_initwait_tick.isra.0, which no probe by name finds.
+ */
+static __attribute__((__noipa__)) int __init kml_initwait_tick(unsigned long n)
 {
 	WRITE_ONCE(ticks, n);
 	return 0;

@@ -95,5 +95,6 @@ echo o > /proc/sysrq-trigger
 # -no-reboot ends the run).
 sleep 10
 echo "init: power-off did not happen; rebooting (the run ends)" >&2
+: > "$out/poweroff-fallback"
 python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x01234567)'
 while :; do sleep 3600; done

@@ -78,7 +78,7 @@ KML_FILTER_AT(kml_filter_list, reserved, 28);
 /*
  * The ioctl numbers carry these sizes: the same number on both ABIs. LIST
  * grew (@cpu): 0xc018bd36, its first number, is still served
- * (filter.extensible_structs_by_size).
+ * (filter.list_by_its_first_number_still_works).
  */
 _Static_assert(KML_FILTER_IOC_LIST == 0xc020bd36u, "LIST number");
 _Static_assert(KML_FILTER_IOC_DEL == 0x4048bd33u, "DEL number");

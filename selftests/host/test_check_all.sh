@@ -21,7 +21,7 @@ for id in 6.12 labs lab-mistakes debug stock-6.1 stock-deb13-bpo; do
 done
 check "check-all: no part runs twice" test -z "$(ids "$ci" | uniq -d)"
 check "check-full: no part runs twice" test -z "$(ids "$full" | uniq -d)"
-for id in 6.1 7.3 7.3-per-test stock-6.12 stock-deb13; do
+for id in 6.1 7.3 7.3-per-test stock-6.12 stock-6.1-guests stock-deb13; do
 	check "check-full adds $id, CI does not" \
 		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
 done

@@ -750,8 +750,12 @@ static int join_reader(pthread_t th, struct waiter *w)
 
 TEST_F(dev, blocking_read_wakes_on_alarm)
 {
-	struct waiter w = { .fd = self->fd, .ret = 1 };
+	/* static: a reader left blocked must not write into a dead frame */
+	static struct waiter w;
 	pthread_t th;
+
+	w.fd = self->fd;
+	w.ret = 1;
 
 	ASSERT_EQ(0, set_alarm(self->fd, 2, 0, 30000));
 	ASSERT_EQ(0, pthread_create(&th, NULL, blocking_reader, &w));
@@ -920,12 +924,15 @@ static void *release_later(void *arg)
 /* O_NONBLOCK means never sleep, not even behind another blocked reader. */
 TEST_F(dev, nonblocking_read_never_waits_behind_a_blocked_reader)
 {
-	struct waiter w = { .fd = self->fd, .ret = 1 };
+	/* static: a reader left blocked must not write into a dead frame */
+	static struct waiter w;
 	struct release rel = { .fd = self->fd };
 	struct kml_sensor_event ev;
 	pthread_t th, watchdog;
 	int fl = fcntl(self->fd, F_GETFL);
 
+	w.fd = self->fd;
+	w.ret = 1;
 	ASSERT_EQ(0, pthread_create(&th, NULL, blocking_reader, &w));
 	usleep(200000);		/* it now sleeps, holding the file's reader lock */
 	ASSERT_EQ(0, pthread_create(&watchdog, NULL, release_later, &rel));

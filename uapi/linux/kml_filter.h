@@ -258,7 +258,7 @@ struct kml_filter_del {
 
 /**
  * struct kml_filter_list - read the rules and counters (KML_FILTER_IOC_LIST)
- * @flags: in: zero, or %KML_FILTER_LIST_CPU; out: zero
+ * @flags: in: zero, or %KML_FILTER_LIST_CPU; out: unchanged
  * @count: in: room at @entries; out: rules in the set (which may be more
  *	than were copied: call again with a larger buffer)
  * @generation: out: the generation the entries belong to
@@ -266,8 +266,9 @@ struct kml_filter_del {
  * @cpu: with %KML_FILTER_LIST_CPU, the possible CPU whose counters the
  *	entries get: the packets and bytes that CPU counted in this
  *	generation (counts carried over from earlier ones are no CPU's);
- *	zero otherwise. Shows where traffic is handled, and that each CPU
- *	counts in its own slots.
+ *	zero otherwise; out: unchanged. Shows where traffic is handled, and
+ *	that each CPU counts in its own slots. A module older than this
+ *	field refuses the flag (-EINVAL) or a non-zero @cpu (-E2BIG).
  * @reserved: zero
  *
  * The entries copied are one consistent snapshot of one generation.
