@@ -33,12 +33,14 @@ usage() {
 [[ -n ${T:-} ]] || usage "which module? T= is empty"
 
 # The modules each module's selftests load (kml_stats is everyone's
-# library; the test-only modules live in modules/tests).
+# library; the test-only modules live in modules/tests, which builds as
+# one directory: kml_ring_apitest there links against kml_ring, so
+# whoever needs tests needs kml_ring too, or modpost fails).
 needs() {
 	case $1 in
 	kml_stats)  echo "kml_stats kml_ring tests" ;;	# tests/ has kml_ring_apitest
 	kml_sensor) echo "kml_stats kml_sensor" ;;
-	kml_probe)  echo "kml_stats kml_probe tests" ;;	# tests/ has kml_initwait
+	kml_probe)  echo "kml_stats kml_ring kml_probe tests" ;;	# tests/ has kml_initwait
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
 	kml_filter) echo "kml_stats kml_ring kml_filter" ;;	# the log writes to kml_ring
 	kml_hello)  echo "kml_hello" ;;
