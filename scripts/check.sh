@@ -252,6 +252,15 @@ rc=$?
 ((rc == 124)) && ok "vm-run fails a guest that does not power off (124)" ||
 	{ tail -20 "$logs/vm-hang.log"; bad "vm-run fails a hung guest (got $rc, want 124)"; }
 
+# A guest whose console falls silent (a lab mistake that locks the kernel
+# up) ends once it has been silent for --quiet-timeout, not at --timeout.
+"$here/vm-run.sh" --timeout 900 --quiet-timeout 30 --out "$build/vm/selftest-quiet" -- \
+	sleep 1200 > "$logs/vm-quiet.log" 2>&1
+rc=$?
+((rc == 124)) && grep -q "printed nothing for 30s" "$logs/vm-quiet.log" &&
+	ok "vm-run ends a guest whose console is silent for --quiet-timeout (124), and says so" ||
+	{ tail -20 "$logs/vm-quiet.log"; bad "vm-run ends a silent guest at --quiet-timeout (got $rc, want 124 and the note)"; }
+
 # A guest whose SysRq power-off never happens (a broken module can leave
 # the workqueue it runs on spinning; here the trigger is /dev/null) still
 # ends with its status, not at the time-out.

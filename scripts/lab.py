@@ -541,8 +541,13 @@ def vm_run(plan, name, single=False, timeout=1500):
         planf = out + ".plan.json"
         with open(planf, "w") as f:
             json.dump({"trees": trees}, f)
+        # guest_run() prints before and after every test, and waits at most
+        # KMODLAB_LAB_TEST_TIMEOUT for one: a console silent for twice that
+        # is a kernel that locked up, and vm-run ends it then, not at @timeout
+        tmo = int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT", "120"))
         cmd = [os.path.join(REPO, "scripts/vm-run.sh"), "--no-gcov", "--out", out,
-               "--timeout", os.environ.get("KMODLAB_VM_TIMEOUT", str(timeout))]
+               "--timeout", os.environ.get("KMODLAB_VM_TIMEOUT", str(timeout)),
+               "--quiet-timeout", str(max(300, 2 * tmo + 60))]
         if single:
             cmd.append("--tcg-single")
         cmd += ["--", sys.executable, os.path.abspath(__file__), "guest-run", planf]

@@ -23,6 +23,10 @@
 # Options:
 #   --out DIR      results directory (default build/vm/last; emptied first)
 #   --timeout S    seconds before the guest counts as hung (default 900)
+#   --quiet-timeout S  it counts as hung, too, once its console has printed
+#                  nothing for S seconds (default: no such limit). For runs
+#                  that print as they go (the labs): a kernel that locks up
+#                  ends its run at once, not at --timeout
 #   --smp N        guest CPUs (default 2)   --mem MB  guest memory (default 1024)
 #   --kernel IMG   bzImage (default: the cached KVER/PROFILE test kernel)
 #   --append ARGS  extra kernel command-line arguments
@@ -48,12 +52,13 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
-timeout=900 smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
+timeout=900 quiet= smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
 
 while (($#)); do
 	case $1 in
 	--out)		out=$2; shift 2 ;;
 	--timeout)	timeout=$2; shift 2 ;;
+	--quiet-timeout) quiet=$2; shift 2 ;;
 	--smp)		smp=$2; shift 2 ;;
 	--mem)		mem=$2; shift 2 ;;
 	--kernel)	kernel=$2; shift 2 ;;
@@ -180,9 +185,43 @@ run_qemu() { # $1 = accelerator
 		qemu-system-x86_64 -accel "$1$accel_opts" "${qemu_args[@]}" -serial mon:stdio
 		return
 	fi
-	timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1$accel_opts" "${qemu_args[@]}" \
-		-serial stdio </dev/null 2>&1 | tee "$out/console.log"
-	return "${PIPESTATUS[0]}"
+	if [[ -z $quiet ]]; then
+		timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1$accel_opts" "${qemu_args[@]}" \
+			-serial stdio </dev/null 2>&1 | tee "$out/console.log"
+		return "${PIPESTATUS[0]}"
+	fi
+	rm -f "$out/quiet"
+	(
+		echo "$BASHPID" > "$out/.qemu-pid"
+		exec timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1$accel_opts" \
+			"${qemu_args[@]}" -serial stdio </dev/null 2>&1
+	) | watch_console | tee "$out/console.log"
+	local st=${PIPESTATUS[0]}
+	[[ -e $out/quiet ]] && return 124
+	return "$st"
+}
+
+# Copies the console through; once it has been silent for $quiet seconds,
+# ends the guest (timeout passes the TERM on to QEMU) and notes why.
+watch_console() {
+	local line rc
+	while :; do
+		IFS= read -r -t "$quiet" line
+		rc=$?
+		if ((rc == 0)); then
+			printf '%s\n' "$line"
+		elif ((rc > 128)); then
+			printf '%s' "$line"
+			line=
+			echo "silent for ${quiet}s" > "$out/quiet"
+			kill -TERM "$(<"$out/.qemu-pid")" 2> /dev/null
+			cat	# the rest, until QEMU has gone
+			return
+		else
+			printf '%s' "$line"
+			return
+		fi
+	done
 }
 
 t0=$SECONDS
@@ -221,7 +260,10 @@ fi
 secs=$((SECONDS - t0))
 
 rc=0
-if ((qrc == 124)); then
+if ((qrc == 124)) && [[ -e $out/quiet ]]; then
+	echo "vm-run: FAIL: the guest's console printed nothing for ${quiet}s: its kernel hung" >&2
+	rc=124
+elif ((qrc == 124)); then
 	echo "vm-run: FAIL: the guest did not power off within ${timeout}s" >&2
 	rc=124
 elif [[ ! -s $out/status ]]; then

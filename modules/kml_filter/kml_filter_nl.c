@@ -271,95 +271,104 @@ static int kml_filter_nl_u64(struct sk_buff *skb, int type, u64 v)
 }
 
 /*
- * The puts' errors are or-ed rather than tested one by one: once one
- * finds no room the whole message is dropped anyway, and a put after a
- * failed one writes nothing or something that goes with it.
+ * A rule as a nest of attributes, whole or not at all: a dump that runs
+ * out of room part-way cancels the nest and sends the rule next time.
  */
 static int kml_filter_nl_put_rule(struct sk_buff *skb,
 				  const struct kml_filter_rule *r)
 {
 	unsigned int alen = kml_filter_nl_bits(r->family) / 8;
 	struct nlattr *nest;
-	int err;
 
 	nest = nla_nest_start(skb, KML_FILTER_A_RULE);
 	if (!nest)
 		return -EMSGSIZE;
-	err = nla_put_u8(skb, KML_FILTER_RA_FAMILY, r->family);
-	err |= nla_put_u8(skb, KML_FILTER_RA_PROTO, r->proto);
-	err |= nla_put_u8(skb, KML_FILTER_RA_DIR, r->dir);
-	err |= nla_put_u8(skb, KML_FILTER_RA_ACTION, r->action);
-	if (r->src_len) {
-		err |= nla_put(skb, KML_FILTER_RA_SRC, alen, r->src);
-		err |= nla_put_u8(skb, KML_FILTER_RA_SRC_LEN, r->src_len);
-	}
-	if (r->dst_len) {
-		err |= nla_put(skb, KML_FILTER_RA_DST, alen, r->dst);
-		err |= nla_put_u8(skb, KML_FILTER_RA_DST_LEN, r->dst_len);
-	}
-	err |= nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo);
-	err |= nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi);
-	err |= nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo);
-	err |= nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi);
-	if (r->ct_state)
-		err |= nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state);
-	if (r->log_rate) {
-		err |= nla_put_u32(skb, KML_FILTER_RA_LOG_RATE, r->log_rate);
-		err |= nla_put_u16(skb, KML_FILTER_RA_LOG_BURST, r->log_burst);
-	}
-	if (err) {
-		nla_nest_cancel(skb, nest);
-		return -EMSGSIZE;
-	}
+	if (nla_put_u8(skb, KML_FILTER_RA_FAMILY, r->family) ||
+	    nla_put_u8(skb, KML_FILTER_RA_PROTO, r->proto) ||
+	    nla_put_u8(skb, KML_FILTER_RA_DIR, r->dir) ||
+	    nla_put_u8(skb, KML_FILTER_RA_ACTION, r->action))
+		goto nla_put_failure;
+	/* a prefix of length 0 matches everything: it is left out */
+	if (r->src_len &&
+	    (nla_put(skb, KML_FILTER_RA_SRC, alen, r->src) ||
+	     nla_put_u8(skb, KML_FILTER_RA_SRC_LEN, r->src_len)))
+		goto nla_put_failure;
+	if (r->dst_len &&
+	    (nla_put(skb, KML_FILTER_RA_DST, alen, r->dst) ||
+	     nla_put_u8(skb, KML_FILTER_RA_DST_LEN, r->dst_len)))
+		goto nla_put_failure;
+	if (nla_put_u16(skb, KML_FILTER_RA_SPORT_LO, r->sport_lo) ||
+	    nla_put_u16(skb, KML_FILTER_RA_SPORT_HI, r->sport_hi) ||
+	    nla_put_u16(skb, KML_FILTER_RA_DPORT_LO, r->dport_lo) ||
+	    nla_put_u16(skb, KML_FILTER_RA_DPORT_HI, r->dport_hi))
+		goto nla_put_failure;
+	if (r->ct_state &&
+	    nla_put_u8(skb, KML_FILTER_RA_CT_STATE, r->ct_state))
+		goto nla_put_failure;
+	if (r->log_rate &&
+	    (nla_put_u32(skb, KML_FILTER_RA_LOG_RATE, r->log_rate) ||
+	     nla_put_u16(skb, KML_FILTER_RA_LOG_BURST, r->log_burst)))
+		goto nla_put_failure;
 	nla_nest_end(skb, nest);
 	return 0;
+
+nla_put_failure:
+	nla_nest_cancel(skb, nest);
+	return -EMSGSIZE;
 }
 
 static struct genl_family kml_filter_genl;
+
+/* The GET_INFO reply's attributes, as kml_filter_nl_get_info() puts them. */
+static size_t kml_filter_nl_info_size(void)
+{
+	return 3 * nla_total_size(sizeof(u32)) +	/* version, rules, limit */
+	       3 * nla_total_size(sizeof(u8)) +		/* policies, log attached */
+	       10 * nla_total_size_64bit(sizeof(u64));	/* the counters */
+}
 
 static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 {
 	struct kml_filter_state st;
 	struct sk_buff *msg;
 	void *hdr;
-	int err;
 
 	kml_filter_get_state(kml_filter_nl_net(info), &st);
-	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	msg = genlmsg_new(kml_filter_nl_info_size(), GFP_KERNEL);
 	if (!msg)
 		return -ENOMEM;
-	/* one small message in a fresh one of NLMSG_DEFAULT_SIZE: it fits */
 	hdr = genlmsg_put_reply(msg, info, &kml_filter_genl, 0,
 				KML_FILTER_CMD_GET_INFO);
 	if (!hdr)
-		goto fail;
-	err = nla_put_u32(msg, KML_FILTER_A_ABI_VERSION, st.info.abi_version);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_GENERATION,
-				 st.info.generation);
-	err |= nla_put_u32(msg, KML_FILTER_A_NRULES, st.info.nrules);
-	err |= nla_put_u32(msg, KML_FILTER_A_MAX_RULES, st.info.max_rules);
-	err |= nla_put_u8(msg, KML_FILTER_A_POLICY, st.info.policy);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_PACKETS,
-				 st.info.policy_packets);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_BYTES,
-				 st.info.policy_bytes);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit);
-	err |= nla_put_u8(msg, KML_FILTER_A_POLICY_FWD, st.policy_fwd);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_PACKETS,
-				 st.policy_fwd_packets);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_BYTES,
-				 st.policy_fwd_bytes);
-	err |= nla_put_u8(msg, KML_FILTER_A_LOG_ATTACHED, st.log_attached);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_RECORDS, st.log_records);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_SUPPRESSED,
-				 st.log_suppressed);
-	err |= kml_filter_nl_u64(msg, KML_FILTER_A_LOG_LOST, st.log_lost);
-	if (err)
-		goto fail;
+		goto nla_put_failure;
+	if (nla_put_u32(msg, KML_FILTER_A_ABI_VERSION, st.info.abi_version) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_GENERATION, st.info.generation) ||
+	    nla_put_u32(msg, KML_FILTER_A_NRULES, st.info.nrules) ||
+	    nla_put_u32(msg, KML_FILTER_A_MAX_RULES, st.info.max_rules) ||
+	    nla_put_u8(msg, KML_FILTER_A_POLICY, st.info.policy) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_PACKETS,
+			      st.info.policy_packets) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_BYTES,
+			      st.info.policy_bytes) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_MEM_BYTES, st.mem_bytes) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_MEM_LIMIT, st.mem_limit) ||
+	    nla_put_u8(msg, KML_FILTER_A_POLICY_FWD, st.policy_fwd) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_PACKETS,
+			      st.policy_fwd_packets) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_POLICY_FWD_BYTES,
+			      st.policy_fwd_bytes) ||
+	    nla_put_u8(msg, KML_FILTER_A_LOG_ATTACHED, st.log_attached) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_LOG_RECORDS, st.log_records) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_LOG_SUPPRESSED,
+			      st.log_suppressed) ||
+	    kml_filter_nl_u64(msg, KML_FILTER_A_LOG_LOST, st.log_lost))
+		goto nla_put_failure;
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);
-fail:
+
+nla_put_failure:
+	/* the message is sized for these: kml_filter_nl_info_size() is wrong */
+	WARN_ON_ONCE(1);
 	nlmsg_free(msg);
 	return -EMSGSIZE;
 }
@@ -475,7 +484,6 @@ static int kml_filter_nl_emit(void *arg, u32 index,
 	struct kml_filter_dump *d = arg;
 	struct sk_buff *skb = d->skb;
 	void *hdr;
-	int err;
 
 	d->cb->seq = kml_filter_nl_seq(generation);
 	hdr = genlmsg_put(skb, NETLINK_CB(d->cb->skb).portid,
@@ -485,12 +493,11 @@ static int kml_filter_nl_emit(void *arg, u32 index,
 		return 1;
 	genl_dump_check_consistent(d->cb, hdr);
 	/* as in kml_filter_nl_put_rule(): the rule's message goes whole or not */
-	err = nla_put_u32(skb, KML_FILTER_A_INDEX, index);
-	err |= kml_filter_nl_put_rule(skb, &e->rule);
-	err |= kml_filter_nl_u64(skb, KML_FILTER_A_PACKETS, e->packets);
-	err |= kml_filter_nl_u64(skb, KML_FILTER_A_BYTES, e->bytes);
-	err |= kml_filter_nl_u64(skb, KML_FILTER_A_GENERATION, generation);
-	if (err) {
+	if (nla_put_u32(skb, KML_FILTER_A_INDEX, index) ||
+	    kml_filter_nl_put_rule(skb, &e->rule) ||
+	    kml_filter_nl_u64(skb, KML_FILTER_A_PACKETS, e->packets) ||
+	    kml_filter_nl_u64(skb, KML_FILTER_A_BYTES, e->bytes) ||
+	    kml_filter_nl_u64(skb, KML_FILTER_A_GENERATION, generation)) {
 		genlmsg_cancel(skb, hdr);
 		return 1;
 	}

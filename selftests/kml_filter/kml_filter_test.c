@@ -3786,6 +3786,7 @@ static void action_4(struct kml_filter_rule *r) { r->action = 4; }
 static void log_no_rate(struct kml_filter_rule *r) { r->action = KML_FILTER_LOG; }
 static void log_too_fast(struct kml_filter_rule *r) { r->log_rate = 2000000; r->log_burst = 1; }
 static void log_no_burst(struct kml_filter_rule *r) { r->log_rate = 5; }
+static void burst_no_rate(struct kml_filter_rule *r) { r->log_burst = 3; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
 static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
 static void dst_bits(struct kml_filter_rule *r) { r->dst[15] = 1; }
@@ -3814,6 +3815,7 @@ static const struct refusal refusals[] = {
 	{ "drop in", log_no_rate, 0, "a log action needs a log rate", KML_FILTER_RA_ACTION, 0 },
 	{ "drop in", log_too_fast, 0, "log rate above", KML_FILTER_RA_LOG_RATE, 0 },
 	{ "drop in", log_no_burst, 0, "a log burst of at least 1", KML_FILTER_RA_LOG_BURST, 0 },
+	{ "drop in", burst_no_rate, 0, "a log burst without a log rate", KML_FILTER_RA_LOG_BURST, 0 },
 	{ "drop in", no_edit, NO_ACTION, "a rule needs an action", -1, KML_FILTER_RA_ACTION },
 	{ "drop in", no_edit, NO_DIR, "a rule needs a direction", -1, KML_FILTER_RA_DIR },
 };
@@ -4203,6 +4205,93 @@ TEST_F_TIMEOUT(nl, dump_marked_when_a_change_splits_it, 120)
 			EXPECT_EQ((int)n, msgs);
 	}
 	free(rules);
+}
+
+/*
+ * Every rule with every optional attribute: its message is the largest
+ * the dump sends (212 bytes on x86-64), so a cut anywhere in it is a cut
+ * in a rule's nest.
+ */
+static void full_rules(struct kml_filter_rule *r, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].family = KML_FILTER_FAMILY_IPV6;
+		r[i].proto = KML_FILTER_PROTO_TCP;
+		r[i].dir = KML_FILTER_DIR_IN;
+		r[i].action = KML_FILTER_LOG;
+		r[i].src_len = r[i].dst_len = 128;
+		r[i].src[0] = r[i].dst[0] = 0xfd;
+		r[i].src[15] = (__u8)i;
+		r[i].dst[14] = (__u8)i;
+		r[i].sport_lo = 1000;
+		r[i].sport_hi = (__u16)(2000 + i);
+		r[i].dport_lo = 80;
+		r[i].dport_hi = 90;
+		r[i].ct_state = KML_FILTER_CT_ESTABLISHED;
+		r[i].log_rate = 10;
+		r[i].log_burst = (__u16)(1 + i);
+	}
+}
+
+/*
+ * Each part of a dump after the first is as large as the reader's
+ * buffer (netlink sizes it by the last recvmsg()), so stepping the
+ * buffer by 4 bytes over one message's size moves where a part runs out
+ * of room over every attribute of a rule, and over its header. Wherever
+ * the cut falls, the rule that did not fit is sent whole in the next
+ * part: every rule once, in order, as it was set.
+ */
+TEST_F_TIMEOUT(nl, dump_cut_at_every_attribute_sends_each_rule_once, 120)
+{
+	enum { N = 64, BASE = 4096, STEPS = 64 };
+	static __u8 buf[BASE + 4 * STEPS];
+	struct kml_filter_rule rules[N], got;
+	struct nlreq q;
+
+	full_rules(rules, N);
+	ASSERT_EQ(0, replace(self->fd, rules, N, 0)) TH_LOG("%s", strerror(errno));
+	for (int step = 0; step < STEPS; step++) {
+		size_t room = BASE + 4 * step;
+		struct iovec iov = { .iov_base = buf, .iov_len = room };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct kml_nl_attr tb[KML_FILTER_A_MAX + 1];
+		struct kml_nl_sock s;
+		__u32 seen = 0, index;
+		int parts = 0, done = 0;
+
+		ASSERT_EQ(0, kml_nl_open(&s));
+		nl_begin(&q, self->fam, KML_FILTER_CMD_GETRULE, NLM_F_DUMP);
+		ASSERT_EQ(0, nl_send_only(s.fd, &q));
+		while (!done) {
+			const struct nlmsghdr *h;
+			size_t pos = 0;
+			ssize_t n = recvmsg(s.fd, &mh, 0);
+
+			ASSERT_LT(0, n) TH_LOG("room %zu: %s", room, strerror(errno));
+			ASSERT_EQ(0, mh.msg_flags & MSG_TRUNC) TH_LOG("room %zu", room);
+			parts++;
+			while (kml_nl_msg_next(buf, (size_t)n, &pos, &h) > 0) {
+				ASSERT_EQ(0, h->nlmsg_flags & NLM_F_DUMP_INTR);
+				ASSERT_NE(NLMSG_ERROR, h->nlmsg_type) TH_LOG("room %zu", room);
+				if (h->nlmsg_type == NLMSG_DONE) {
+					done = 1;
+					break;
+				}
+				ASSERT_EQ(0, kml_nl_parse(h, h->nlmsg_len, tb, KML_FILTER_A_MAX));
+				ASSERT_EQ(0, kml_nl_get_u32(&tb[KML_FILTER_A_INDEX], &index));
+				ASSERT_EQ(seen, index) TH_LOG("room %zu, part %d", room, parts);
+				ASSERT_EQ(0, nl_rule_of(&tb[KML_FILTER_A_RULE], &got));
+				ASSERT_EQ(0, memcmp(&rules[index], &got, sizeof(got)))
+					TH_LOG("room %zu: rule %u differs", room, index);
+				seen++;
+			}
+		}
+		EXPECT_EQ(N, seen) TH_LOG("room %zu", room);
+		/* parts of 4096 bytes and up hold 19 or more of these rules */
+		EXPECT_LE(3, parts) TH_LOG("room %zu: the dump was not cut", room);
+		kml_nl_close(&s);
+	}
 }
 
 struct nl_hammer {
