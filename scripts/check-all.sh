@@ -19,7 +19,8 @@
 # (kernel, what ran, result, seconds), then one line adding them up:
 # "N passed, N failed, N skipped". The table also goes to
 # build/check-all/matrix.md, from which `make readme-matrix` writes the
-# README's kernel matrix. KMODLAB_LANES=1 runs the parts one after another.
+# README's kernel matrix. KMODLAB_LANES=1 runs the parts one after another;
+# KMODLAB_CHECK_ALL_ONLY="ID ..." runs only those parts.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.." || exit 1
@@ -79,6 +80,20 @@ full)	parts+=("${full_parts[@]}")
 *)	echo "usage: $0 [full]" >&2; exit 2 ;;
 esac
 ((lanes >= 1)) || lanes=1
+# KMODLAB_CHECK_ALL_ONLY="ID ...": only those parts of the mode's queue,
+# in its order (check-full's own parts after a check-all that passed)
+all_queue=("${queue[@]}")
+if [[ -n ${KMODLAB_CHECK_ALL_ONLY:-} ]]; then
+	only=()
+	for id in ${KMODLAB_CHECK_ALL_ONLY}; do
+		[[ " ${queue[*]} " == *" $id "* ]] ||
+			{ echo "check-all: no part '$id' in the $mode queue: ${queue[*]}" >&2; exit 2; }
+	done
+	for id in "${queue[@]}"; do
+		[[ " ${KMODLAB_CHECK_ALL_ONLY} " == *" $id "* ]] && only+=("$id")
+	done
+	queue=("${only[@]}")
+fi
 
 declare -A kernel how what cmd
 for p in "${parts[@]}"; do
@@ -91,7 +106,7 @@ if [[ ${KMODLAB_CHECK_ALL_PLAN:-} == 1 ]]; then
 	echo "lanes: $lanes"
 	echo "queue: ${queue[*]}"
 	for p in "${parts[@]}"; do
-		[[ " ${queue[*]} " == *" ${p%%|*} "* ]] ||
+		[[ " ${all_queue[*]} " == *" ${p%%|*} "* ]] ||
 			{ echo "check-all: part '${p%%|*}' is in no queue" >&2; exit 1; }
 	done
 	for id in "${queue[@]}"; do

@@ -26,6 +26,12 @@ for id in 6.1 7.3 7.3-per-test stock-6.12 stock-6.1-guests stock-deb13; do
 		bash -c 'grep -qx "$1" <<< "$2" && ! grep -qx "$1" <<< "$3"' _ "$id" "$(ids "$full")" "$(ids "$ci")"
 done
 check "check-all: KMODLAB_LANES=1 is one lane" grep -qx "lanes: 1" <<< "$one"
+only=$(KMODLAB_CHECK_ALL_ONLY="stock-6.12 7.3" plan full)
+check "check-full: KMODLAB_CHECK_ALL_ONLY keeps those parts, in the queue's order" \
+	grep -qx "queue: 7.3 stock-6.12" <<< "$only"
+check "check-all: KMODLAB_CHECK_ALL_ONLY naming no part of the queue is refused (2)" \
+	bash -c 'KMODLAB_CHECK_ALL_PLAN=1 KMODLAB_CHECK_ALL_ONLY="7.3" "$1" > /dev/null 2>&1; test $? -eq 2' _ \
+	"$repo/scripts/check-all.sh"
 check "check-all: two lanes by default" grep -qx "lanes: 2" <<< "$ci"
 
 # The lanes share out the queue: three lanes over check-full's parts
