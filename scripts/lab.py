@@ -534,20 +534,24 @@ def vm_run(plan, name, single=False, timeout=1500):
     guest's output directory; later guests' are <dir>.2, <dir>.3, ...)."""
     out0 = os.path.join(REPO, "build", "vm", name)
     os.makedirs(os.path.dirname(out0), exist_ok=True)
+    # the guest's environment is not ours: the time-out goes in the plan
+    tmo = int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT", "120"))
     trees, results, worst, n = list(plan["trees"]), {}, 0, 0
     while trees:
         n += 1
         out = out0 if n == 1 else f"{out0}.{n}"
         planf = out + ".plan.json"
         with open(planf, "w") as f:
-            json.dump({"trees": trees}, f)
-        # guest_run() prints before and after every test, and waits at most
-        # KMODLAB_LAB_TEST_TIMEOUT for one: a console silent for twice that
-        # is a kernel that locked up, and vm-run ends it then, not at @timeout
-        tmo = int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT", "120"))
+            json.dump({"trees": trees, "test_timeout": tmo}, f)
+        # guest_run() prints a "# lab" line before every command it runs
+        # (and init.sh an "init:" one before its kmemleak scan),
+        # and waits at most the test time-out for a test, 60 s for the
+        # rest: no such line for twice that and a minute is a kernel that
+        # locked up (RCU stall reports are not such lines), and vm-run
+        # ends the guest then, not at @timeout
         cmd = [os.path.join(REPO, "scripts/vm-run.sh"), "--no-gcov", "--out", out,
                "--timeout", os.environ.get("KMODLAB_VM_TIMEOUT", str(timeout)),
-               "--quiet-timeout", str(max(300, 2 * tmo + 60))]
+               "--quiet-timeout", str(max(300, 2 * tmo + 60)), "--quiet-match", "^(# lab |init: )"]
         if single:
             cmd.append("--tcg-single")
         cmd += ["--", sys.executable, os.path.abspath(__file__), "guest-run", planf]
@@ -987,7 +991,7 @@ def check(names, kver_tag, mistakes_only=False, steps_only=False):
     return 1 if failed else 0
 
 
-def unload_all():
+def unload_all(name):
     """Unloads whatever kmodlab module a test left loaded, users first
     (no exec per module: each costs under TCG)."""
     with open("/proc/modules") as f:
@@ -995,6 +999,7 @@ def unload_all():
     for m in ("kml_stats_apitest", "kml_ring_apitest", "kml_ring", "kml_probe",
               "kml_probe_target", "kml_sensor", "kml_filter", "kml_hello", "kml_stats"):
         if m in loaded:
+            print(f"# lab {name}: rmmod {m}", flush=True)
             run_timed(["rmmod", m], 60)
 
 
@@ -1033,7 +1038,7 @@ def guest_run(planf):
     plan = json.load(open(planf))
     outdir = os.environ.get("KMODLAB_OUT", "/tmp")
     stdir = os.path.join(REPO, "build", "selftests")
-    tmo = int(os.environ.get("KMODLAB_LAB_TEST_TIMEOUT", "120"))
+    tmo = plan.get("test_timeout", 120)
     results = {}
 
     def save():
@@ -1065,6 +1070,7 @@ def guest_run(planf):
 
         loaded = []
         for ko in tree["kos"]:
+            print(f"# lab {tree['name']}: insmod {os.path.basename(ko)}", flush=True)
             st, out = run_timed(["insmod", ko], 60)
             if st is None:
                 r["load"] = {"ok": False, "msg": f"insmod {os.path.basename(ko)}: "
@@ -1079,6 +1085,7 @@ def guest_run(planf):
         for m in reversed(loaded):
             if r["broke"]:
                 break
+            print(f"# lab {tree['name']}: rmmod {m}", flush=True)
             st, out = run_timed(["rmmod", m], 60)
             if st is None:
                 broken(f"rmmod {m} did not return within 60 s")
@@ -1113,7 +1120,7 @@ def guest_run(planf):
                 if broken(None if st is not None else f"{t} hung"):
                     save()
                     return 0
-                unload_all()
+                unload_all(tree["name"])
                 if v == "failed" and run.get("stop_at_fail"):
                     break
         if broken(None):

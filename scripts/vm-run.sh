@@ -26,7 +26,10 @@
 #   --quiet-timeout S  it counts as hung, too, once its console has printed
 #                  nothing for S seconds (default: no such limit). For runs
 #                  that print as they go (the labs): a kernel that locks up
-#                  ends its run at once, not at --timeout
+#                  ends its run then, not at --timeout
+#   --quiet-match ERE  only lines matching ERE end the silence: a kernel
+#                  stuck with interrupts on prints RCU stall reports every
+#                  minute or so, which are not progress
 #   --smp N        guest CPUs (default 2)   --mem MB  guest memory (default 1024)
 #   --kernel IMG   bzImage (default: the cached KVER/PROFILE test kernel)
 #   --append ARGS  extra kernel command-line arguments
@@ -52,13 +55,14 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
-timeout=900 quiet= smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
+timeout=900 quiet= quiet_match= smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
 
 while (($#)); do
 	case $1 in
 	--out)		out=$2; shift 2 ;;
 	--timeout)	timeout=$2; shift 2 ;;
 	--quiet-timeout) quiet=$2; shift 2 ;;
+	--quiet-match)	quiet_match=$2; shift 2 ;;
 	--smp)		smp=$2; shift 2 ;;
 	--mem)		mem=$2; shift 2 ;;
 	--kernel)	kernel=$2; shift 2 ;;
@@ -73,6 +77,8 @@ while (($#)); do
 	*)		break ;;
 	esac
 done
+[[ -z $quiet || $quiet =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "vm-run: --quiet-timeout takes a number of seconds, not '$quiet'" >&2; exit 2; }
 # `make vm < script` or `... | make vm`: the serial port drops whatever
 # arrives before the guest's shell opens it (the first words), so piped
 # input is not typed into a shell but run as a script, like COMMAND.
@@ -190,42 +196,50 @@ run_qemu() { # $1 = accelerator
 			-serial stdio </dev/null 2>&1 | tee "$out/console.log"
 		return "${PIPESTATUS[0]}"
 	fi
-	rm -f "$out/quiet"
+	# the watcher's files are the host's: the guest writes in $out
+	local ctl
+	ctl=$(mktemp -d)
 	(
-		echo "$BASHPID" > "$out/.qemu-pid"
+		echo "$BASHPID" > "$ctl/pid"
 		exec timeout -k 10 "$timeout" qemu-system-x86_64 -accel "$1$accel_opts" \
 			"${qemu_args[@]}" -serial stdio </dev/null 2>&1
-	) | watch_console | tee "$out/console.log"
+	) | watch_console "$ctl" | tee "$out/console.log"
 	local st=${PIPESTATUS[0]}
-	[[ -e $out/quiet ]] && return 124
+	[[ -e $ctl/quiet ]] && st=124 quiet_hit=1
+	rm -rf "$ctl"
 	return "$st"
 }
 
-# Copies the console through; once it has been silent for $quiet seconds,
-# ends the guest (timeout passes the TERM on to QEMU) and notes why.
+# Copies the console through ($1: the directory of QEMU's timeout's pid).
+# Once no line (matching $quiet_match, if set) has come for $quiet
+# seconds, ends the guest (timeout passes the TERM on to QEMU, and kills
+# it 10 s later if it must) and notes why in $1/quiet.
 watch_console() {
-	local line rc
+	local line rc last=$SECONDS
 	while :; do
-		IFS= read -r -t "$quiet" line
+		IFS= read -r -t 5 line
 		rc=$?
 		if ((rc == 0)); then
 			printf '%s\n' "$line"
-		elif ((rc > 128)); then
-			printf '%s' "$line"
-			line=
-			echo "silent for ${quiet}s" > "$out/quiet"
-			kill -TERM "$(<"$out/.qemu-pid")" 2> /dev/null
-			cat	# the rest, until QEMU has gone
+			[[ -z $quiet_match || $line =~ $quiet_match ]] && last=$SECONDS
+		elif ((rc <= 128)); then
+			printf '%s' "$line"	# the end
 			return
 		else
-			printf '%s' "$line"
+			printf '%s' "$line"	# a line without its end yet
+		fi
+		line=
+		if ((SECONDS - last >= quiet)); then
+			: > "$1/quiet"
+			kill -TERM "$(<"$1/pid")" 2> /dev/null
+			cat	# the rest, until QEMU has gone
 			return
 		fi
 	done
 }
 
 t0=$SECONDS
-qrc=0
+qrc=0 quiet_hit=0
 kvm_works() {
 	[[ -w /dev/kvm && -z $stock ]] || return 1
 	case ${KMODLAB_KVM:-auto} in 0) return 1 ;; 1) return 0 ;; esac
@@ -260,8 +274,8 @@ fi
 secs=$((SECONDS - t0))
 
 rc=0
-if ((qrc == 124)) && [[ -e $out/quiet ]]; then
-	echo "vm-run: FAIL: the guest's console printed nothing for ${quiet}s: its kernel hung" >&2
+if ((qrc == 124 && quiet_hit)); then
+	echo "vm-run: FAIL: the guest's console printed nothing${quiet_match:+ matching '$quiet_match'} for ${quiet}s: its kernel hung" >&2
 	rc=124
 elif ((qrc == 124)); then
 	echo "vm-run: FAIL: the guest did not power off within ${timeout}s" >&2

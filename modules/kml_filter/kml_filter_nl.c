@@ -363,6 +363,8 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 			      st.log_suppressed) ||
 	    kml_filter_nl_u64(msg, KML_FILTER_A_LOG_LOST, st.log_lost))
 		goto nla_put_failure;
+	/* the head's room is rounded up: a forgotten attribute still fits */
+	DEBUG_NET_WARN_ON_ONCE(genlmsg_len(hdr) > kml_filter_nl_info_size());
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);
 

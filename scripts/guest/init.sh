@@ -75,6 +75,7 @@ fi
 
 # Leaks are only reported after a scan; give kmemleak a chance to find them.
 if [[ -w /sys/kernel/debug/kmemleak ]]; then
+	echo "init: kmemleak scan"	# it can take minutes: say why we are quiet
 	echo scan > /sys/kernel/debug/kmemleak
 	cat /sys/kernel/debug/kmemleak > "$out/kmemleak.txt"
 fi

@@ -4236,7 +4236,8 @@ static void full_rules(struct kml_filter_rule *r, __u32 n)
 
 /*
  * Each part of a dump after the first is as large as the reader's
- * buffer (netlink sizes it by the last recvmsg()), so stepping the
+ * buffer (netlink sizes it by the largest recvmsg() on the socket so
+ * far, up to 32 KiB; each step has a socket of its own), so stepping the
  * buffer by 4 bytes over one message's size moves where a part runs out
  * of room over every attribute of a rule, and over its header. Wherever
  * the cut falls, the rule that did not fit is sent whole in the next
@@ -4245,7 +4246,7 @@ static void full_rules(struct kml_filter_rule *r, __u32 n)
 TEST_F_TIMEOUT(nl, dump_cut_at_every_attribute_sends_each_rule_once, 120)
 {
 	enum { N = 64, BASE = 4096, STEPS = 64 };
-	static __u8 buf[BASE + 4 * STEPS];
+	static __u8 buf[BASE + 4 * STEPS] __attribute__((aligned(8)));
 	struct kml_filter_rule rules[N], got;
 	struct nlreq q;
 
@@ -4267,11 +4268,12 @@ TEST_F_TIMEOUT(nl, dump_cut_at_every_attribute_sends_each_rule_once, 120)
 			const struct nlmsghdr *h;
 			size_t pos = 0;
 			ssize_t n = recvmsg(s.fd, &mh, 0);
+			int more;
 
 			ASSERT_LT(0, n) TH_LOG("room %zu: %s", room, strerror(errno));
 			ASSERT_EQ(0, mh.msg_flags & MSG_TRUNC) TH_LOG("room %zu", room);
 			parts++;
-			while (kml_nl_msg_next(buf, (size_t)n, &pos, &h) > 0) {
+			while ((more = kml_nl_msg_next(buf, (size_t)n, &pos, &h)) > 0) {
 				ASSERT_EQ(0, h->nlmsg_flags & NLM_F_DUMP_INTR);
 				ASSERT_NE(NLMSG_ERROR, h->nlmsg_type) TH_LOG("room %zu", room);
 				if (h->nlmsg_type == NLMSG_DONE) {
@@ -4286,6 +4288,7 @@ TEST_F_TIMEOUT(nl, dump_cut_at_every_attribute_sends_each_rule_once, 120)
 					TH_LOG("room %zu: rule %u differs", room, index);
 				seen++;
 			}
+			ASSERT_LE(0, more) TH_LOG("room %zu: a torn message", room);
 		}
 		EXPECT_EQ(N, seen) TH_LOG("room %zu", room);
 		/* parts of 4096 bytes and up hold 19 or more of these rules */
