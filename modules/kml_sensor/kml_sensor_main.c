@@ -314,27 +314,46 @@ static int kml_ioc_read(void __user *up, size_t usize)
 	/* LAB sensor 2 end: return -ENOTTY; */
 }
 
+/*
+ * READ_ALL reads only what is input (@flags, and a newer caller's tail,
+ * which must be zero), copies out only the channels this device has and
+ * zeroes the rest in place. The whole struct in, memset and out was
+ * three times the bytes it carries, and cost as much as four READs
+ * under TCG (make bench; docs/measured.md).
+ */
 static int kml_ioc_read_all(void __user *up, size_t usize)
 {
+	struct kml_sensor_read_all __user *ua = up;
 	struct kml_sensor_read_all all;
-	unsigned int ch;
+	unsigned int ch, n = channels;
+	size_t filled;
 	int ret;
 
-	ret = kml_copy_struct_in(&all, sizeof(all), up, usize,
-				 KML_SENSOR_READ_ALL_SIZE_VER0);
-	if (ret)
-		return ret;
+	if (usize < KML_SENSOR_READ_ALL_SIZE_VER0)
+		return -EINVAL;
+	if (get_user(all.flags, &ua->flags))
+		return -EFAULT;
+	if (usize > sizeof(all)) {
+		ret = check_zeroed_user((u8 __user *)up + sizeof(all),
+					usize - sizeof(all));
+		if (ret <= 0)
+			return ret ?: -E2BIG;
+	}
 	if (all.flags)
 		return -EINVAL;
-	/* Unused entries go back zeroed: no stale or uninitialised data. */
-	memset(all.readings, 0, sizeof(all.readings));
-	all.nchannels = channels;
+	all.nchannels = n;
 	/* One lock hold: every channel from the same instant. */
 	spin_lock(&kml_dev.lock);
-	for (ch = 0; ch < channels; ch++)
+	for (ch = 0; ch < n; ch++)
 		kml_reading_locked(ch, &all.readings[ch]);
 	spin_unlock(&kml_dev.lock);
-	return kml_copy_struct_out(up, usize, &all, sizeof(all));
+	/* only what was filled in leaves: no uninitialised byte */
+	filled = offsetof(struct kml_sensor_read_all, readings) +
+		 n * sizeof(all.readings[0]);
+	if (copy_to_user(up, &all, filled) ||
+	    clear_user((u8 __user *)up + filled, usize - filled))
+		return -EFAULT;
+	return 0;
 }
 
 /* A scalar cannot grow, so its commands must carry exactly its size. */
