@@ -74,6 +74,10 @@ done
 frag() { KVER=$1 PROFILE=${2:-default} "$repo/scripts/kernel.sh" fragment; }
 check "kernel.sh fragment: 6.12 asks for CONFIG_PROC_SYSCTL" grep -qx CONFIG_PROC_SYSCTL=y <(frag 6.12)
 check "kernel.sh fragment: 6.1 asks for CONFIG_PROC_SYSCTL" grep -qx CONFIG_PROC_SYSCTL=y <(frag 6.1)
+check "kernel.sh fragment: 6.12 asks for the fault-injection stack filter" \
+	grep -qx CONFIG_FAULT_INJECTION_STACKTRACE_FILTER=y <(frag 6.12)
+check "kernel.sh fragment: 6.1 does not (its Kconfig has it only off x86-64)" \
+	bash -c '! grep -q CONFIG_FAULT_INJECTION_STACKTRACE_FILTER <(KVER=6.1 "$1" fragment)' _ "$repo/scripts/kernel.sh"
 check "kernel.sh fragment: 7.3 does not (the option is gone)" bash -c '! grep -q CONFIG_PROC_SYSCTL <(KVER=7.3 "$1" fragment)' _ "$repo/scripts/kernel.sh"
 check "kernel.sh fragment: 7.3 keeps every unguarded option" \
 	test "$(frag 6.12 | grep -c '^CONFIG_')" == "$(($(frag 7.3 | grep -c '^CONFIG_') + 1))"
