@@ -369,8 +369,7 @@ static int kml_filter_nl_get_info(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 
 nla_put_failure:
-	/* the message is sized for these: kml_filter_nl_info_size() is wrong */
-	WARN_ON_ONCE(1);
+	/* sized for these attributes: only a wrong size gets here */
 	nlmsg_free(msg);
 	return -EMSGSIZE;
 }
