@@ -42,7 +42,7 @@ needs() {
 	kml_sensor) echo "kml_stats kml_sensor" ;;
 	kml_probe)  echo "kml_stats kml_ring kml_probe tests" ;;	# tests/ has kml_initwait
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
-	kml_filter) echo "kml_stats kml_ring kml_filter" ;;	# the log writes to kml_ring
+	kml_filter) echo "kml_stats kml_ring kml_filter tests" ;;	# the log writes to kml_ring; tests/ has kml_rcu_reader
 	kml_hello)  echo "kml_hello" ;;
 	esac
 }

@@ -1,23 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What kml_filter_main.c (the hook and the rule sets) offers the
- * interfaces that configure it: the ioctls in kml_filter_main.c and the
- * generic netlink family in kml_filter_nl.c. Both come down to these
- * calls, so the two can never disagree about what a change means.
+ * kml_filter's own header: the rule set and a namespace's state, which
+ * kml_filter_main.c (the hook, the lab's file) publishes and reads, and
+ * what each of the module's files offers the others. The ioctls
+ * (kml_filter_ctl.c) and the generic netlink family (kml_filter_nl.c)
+ * come down to the same calls, so the two can never disagree about what
+ * a change means.
  */
 #ifndef KML_FILTER_H
 #define KML_FILTER_H
 
 #include <linux/atomic.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
+#include <asm/local64.h>
 #include "../../uapi/linux/kml_filter.h"
+#include "kml_filter_logic.h"
 
+struct file;
 struct net;
+struct nf_hook_state;
+struct sk_buff;
 struct sock;
 struct kml_filter_net;
-struct kml_filter_pkt;
+struct kml_filter_set;
 
 struct kml_filter_net *kml_filter_pernet(const struct net *net);
 
@@ -131,5 +141,155 @@ int kml_filter_log_stop(struct kml_filter_net *fn);
 
 int kml_filter_nl_init(void);
 void kml_filter_nl_exit(void);
+
+/* ---- the rule set and a namespace's state ---- */
+
+/* Sized per CPU by hand: one __alloc_percpu() stops at 32 KiB, 2048 rules. */
+struct kml_filter_ctr {
+	local64_t packets;
+	local64_t bytes;
+};
+
+struct kml_filter_count {
+	u64 packets;
+	u64 bytes;
+};
+
+/*
+ * One immutable rule set. @policy decides the in and out packets no rule
+ * matched, @policy_fwd the forwarded ones; counter slots nrules and
+ * nrules + 1 are theirs (kml_filter_policy_slot()). @base holds counts
+ * carried over from earlier sets; only updaters touch it, under the
+ * namespace's lock. @logst are the logging rules' limiters (one slot per
+ * rule, so that the hook finds a rule's at its index).
+ */
+struct kml_filter_set {
+	u32 nrules;
+	u32 policy;
+	u32 policy_fwd;
+	struct kml_filter_rule *rules;
+	void *ixmem;
+	struct kml_filter_ctr **ctr;
+	struct kml_filter_count *base;
+	struct kml_filter_logst *logst;
+	u64 generation;
+	struct kml_filter_index ix;
+};
+
+/*
+ * A replace sent in parts (netlink: one message cannot hold 65536
+ * rules): the set it builds, allocated and reserved when it begins.
+ */
+struct kml_filter_txn {
+	u32 id;
+	struct sock *sk;	/* the socket that began it, held */
+	u32 policy;		/* 0: keep the current one */
+	u32 policy_fwd;		/* the forward hook's; 0: keep it */
+	u32 have;		/* rules received so far, of set->nrules */
+	u64 generation;		/* the namespace's when it began */
+	struct kml_filter_set *set;
+};
+
+struct kml_filter_net {
+	struct kml_filter_set __rcu *set;
+	struct mutex lock;	/* serialises updates; protects the rest */
+	struct net *net;	/* whose this is (it lives as long) */
+	bool ct_held;		/* conntrack taken for the namespace */
+	u64 generation;
+	u64 building;		/* bytes of sets being built, not yet published */
+	struct kml_filter_txn *txn;	/* a replace in parts, or NULL */
+	spinlock_t txn_lock;	/* with lock, for changes of txn */
+	struct work_struct reap;	/* ends a closed socket's replace or log */
+	u32 txn_seq;
+	struct kml_filter_log log;
+};
+
+/* How a new set's counters follow from the old one's. */
+enum kml_filter_carry {
+	KML_CARRY_NONE,		/* replace: new rules start at zero */
+	KML_CARRY_ALL,		/* same rules (policy change) */
+	KML_CARRY_INSERT,	/* one rule inserted at @at */
+	KML_CARRY_DELETE,	/* the rule at @at deleted */
+};
+
+enum {
+	ST_PACKETS_IN,
+	ST_PACKETS_OUT,
+	ST_ACCEPTED,
+	ST_DROPPED,
+	ST_UPDATES,
+	ST_REJECTED,
+	ST_MALFORMED,
+	ST_FRAGMENTS_PASSED,
+	ST_PACKETS_FWD,
+	KML_FILTER_NR_STATS
+};
+
+/*
+ * The hook counts every packet twice in kml_stats (seen, and its
+ * verdict): the counters' per-CPU slots are looked up once, at load
+ * (kml_filter_stats_init()), so that each count is one inline
+ * this_cpu_add() rather than a call into kml_stats and its checks.
+ */
+extern u64 __percpu *kml_filter_slot[KML_FILTER_NR_STATS];
+
+static inline void kml_filter_count(unsigned int id, u64 n)
+{
+	this_cpu_add(*kml_filter_slot[id], n); /* LCOV_EXCL_BR_LINE: compile-time switch */
+}
+
+static inline struct kml_filter_set *kml_filter_current(struct kml_filter_net *fn)
+{
+	return rcu_dereference_protected(fn->set, lockdep_is_held(&fn->lock));
+}
+
+/* kml_filter_main.c: the mechanism the lab teaches */
+struct kml_filter_count kml_filter_sum(const struct kml_filter_set *set,
+				       u32 idx);
+void kml_filter_commit(struct kml_filter_net *fn, struct kml_filter_set *set,
+		       enum kml_filter_carry carry, u32 at);
+bool kml_filter_capable(struct file *file);
+
+/* kml_filter_set.c: a set's memory, and net_mem_max */
+struct kml_filter_set *kml_filter_set_alloc(u32 nrules);
+void kml_filter_set_build(struct kml_filter_set *set, u32 policy,
+			  u32 policy_fwd);
+void kml_filter_set_free(struct kml_filter_set *set);
+u64 kml_filter_bytes(u32 nrules);
+unsigned long kml_filter_mem_limit(void);
+int kml_filter_reserve(struct kml_filter_net *fn, u32 nrules);
+void kml_filter_unreserve(struct kml_filter_net *fn, u32 nrules);
+u32 kml_filter_old_index(enum kml_filter_carry carry, u32 at, u32 i);
+void kml_filter_log_seed(struct kml_filter_net *fn, struct kml_filter_set *set,
+			 enum kml_filter_carry carry, u32 at);
+
+/* kml_filter_pkt.c: reading a packet, and conntrack */
+u32 kml_filter_parse(const struct sk_buff *skb,
+		     const struct nf_hook_state *state,
+		     const struct kml_filter_set *set, struct kml_filter_pkt *p);
+bool kml_filter_policy_only(const struct sk_buff *skb,
+			    const struct nf_hook_state *state, u8 *dir);
+int kml_filter_ct_get(struct net *net);
+void kml_filter_ct_put(struct net *net);
+void kml_filter_ct_exit(void);
+u8 kml_filter_ct_state(const struct sk_buff *skb);
+
+/* kml_filter_ctl.c: the device, the changes, the counters' registration */
+int kml_filter_publish(struct kml_filter_net *fn, struct kml_filter_set *set,
+		       enum kml_filter_carry carry, u32 at);
+int kml_filter_stats_init(void);
+void kml_filter_stats_exit(void);
+int kml_filter_dev_init(void);
+void kml_filter_dev_exit(void);
+
+/* kml_filter_stage.c: a replace in parts */
+void kml_filter_txn_gone(struct kml_filter_net *fn);
+void kml_filter_txn_free(struct kml_filter_txn *txn);
+void kml_filter_txn_reap(struct work_struct *work);
+
+/* kml_filter_log.c: a matching packet's records */
+void kml_filter_log_match(struct net *net, const struct kml_filter_set *set,
+			  const struct kml_filter_pkt *p, u32 idx,
+			  u32 verdict, u64 packets, u64 bytes);
 
 #endif /* KML_FILTER_H */

@@ -211,3 +211,34 @@ bool kml_filter_log_closing(struct kml_filter_log *log)
 	spin_unlock(&log->lock);
 	return dead;
 }
+
+/*
+ * Logging, kept out of the lesson's way: only a set with a logging rule
+ * comes here. First the log-only rules before the one that decided (in
+ * order, as nftables' log statements would run), each counted as a
+ * match, then the deciding rule if it logs. @idx is the rule that
+ * decided, or a policy's slot (>= nrules).
+ */
+void kml_filter_log_match(struct net *net, const struct kml_filter_set *set,
+			  const struct kml_filter_pkt *p, u32 idx,
+			  u32 verdict, u64 packets, u64 bytes)
+{
+	struct kml_filter_log *log = &kml_filter_pernet(net)->log;
+	const struct kml_filter_index *ix = &set->ix;
+	u32 best = min(idx, set->nrules), i;
+	struct kml_filter_ctr *c;
+
+	for (i = kml_filter_tap(ix, ix->taps, p, best); i < best;
+	     i = kml_filter_tap(ix, ix->next[i], p, best)) {
+		c = &set->ctr[get_cpu()][i];
+		local64_add(packets, &c->packets);
+		local64_add(bytes, &c->bytes);
+		put_cpu();
+		kml_filter_log_rule(log, &set->logst[i], &set->rules[i], i,
+				    set->generation, p, verdict, packets, bytes);
+	}
+	if (idx < set->nrules && set->rules[idx].log_rate)
+		kml_filter_log_rule(log, &set->logst[idx], &set->rules[idx],
+				    idx, set->generation, p, verdict, packets,
+				    bytes);
+}

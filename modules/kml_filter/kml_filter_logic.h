@@ -189,7 +189,7 @@ bool kml_filter_match(const struct kml_filter_rule *r,
 size_t kml_filter_index_mem(__u32 nrules);
 
 /*
- * What kml_filter_main.c allocates for one rule set, as a 64-bit kernel
+ * What kml_filter_set.c allocates for one rule set, as a 64-bit kernel
  * lays it out (a 32-bit selftest must compute the kernel's numbers, not
  * its own); the kernel checks each at build time.
  * @KML_FILTER_SET_SIZE: sizeof(struct kml_filter_set)

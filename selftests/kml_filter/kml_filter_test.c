@@ -1339,6 +1339,122 @@ TEST_F_TIMEOUT(filter, big_sets_match_the_right_rule, 120)
 }
 
 /* Everything that must be refused, and proof that nothing changed. */
+#define RCU_READER "/sys/kernel/debug/kml_rcu_reader/"
+
+struct waiting_replace {
+	int fd;
+	struct kml_filter_rule rule;
+	atomic_int done;
+	int ret;
+	unsigned long long end_ns;
+};
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+static void *replace_then_time(void *arg)
+{
+	struct waiting_replace *w = arg;
+
+	w->ret = replace(w->fd, &w->rule, 1, 0);
+	w->end_ns = mono_ns();
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* Writes @text to kml_rcu_reader's file @name: -errno or 0. */
+static int rcu_reader_write(const char *name, const char *text)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), RCU_READER "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void *rcu_reader_hold(void *arg)
+{
+	*(int *)arg = rcu_reader_write("hold", "8000");
+	return NULL;
+}
+
+/* kml_rcu_reader's "<inside> <unlock ns>"; 0 if it can be read. */
+static int rcu_reader_state(int *inside, unsigned long long *unlock_ns)
+{
+	FILE *f = fopen(RCU_READER "hold", "re");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "%d %llu", inside, unlock_ns);
+	fclose(f);
+	return n == 2 ? 0 : -1;
+}
+
+TEST_F_TIMEOUT(filter, replace_waits_for_readers, 120)
+{
+	/*
+	 * A replace frees the set it replaces only once every reader that
+	 * may hold it has left (synchronize_rcu()); without the wait, a
+	 * packet still reading the old set reads freed memory. A packet's
+	 * reader lasts microseconds, so kml_rcu_reader makes one that lasts
+	 * until it is released: the replace must not return before that
+	 * reader left. It is released as soon as the replace returns, or
+	 * after 3 s, whichever is first; either way a replace that waits
+	 * returns after it, however slow the host.
+	 */
+	struct waiting_replace w = { .fd = self->fa };
+	struct kml_filter_info before, after;
+	unsigned long long unlock_ns = 0;
+	int inside = 0, held = 1;
+	pthread_t hold, rep;
+	long long end;
+
+	ASSERT_EQ(0, kml_load_once("modules/tests/kml_rcu_reader.ko", ""));
+	/* the tool's own refusals: no reader for 0 ms or for minutes */
+	EXPECT_EQ(-EINVAL, rcu_reader_write("hold", "0"));
+	EXPECT_EQ(-EINVAL, rcu_reader_write("hold", "600000"));
+	ASSERT_EQ(0, rule_of("accept in udp dport 9000", &w.rule));
+	before = info_of(self->fa);
+	ASSERT_EQ(0, pthread_create(&hold, NULL, rcu_reader_hold, &held));
+	end = now_ms() + SLOW_MS;
+	while (!rcu_reader_state(&inside, &unlock_ns) && !inside && now_ms() < end)
+		usleep(5000);
+	if (!inside) {
+		pthread_join(hold, NULL);
+		ASSERT_EQ(1, inside) TH_LOG("the RCU reader never came in (hold: %d)", held);
+	}
+	ASSERT_EQ(0, pthread_create(&rep, NULL, replace_then_time, &w));
+	end = now_ms() + 3000;
+	while (!atomic_load(&w.done) && now_ms() < end)
+		usleep(5000);
+	EXPECT_EQ(0, rcu_reader_write("release", "1"));
+	pthread_join(hold, NULL);
+	pthread_join(rep, NULL);
+	EXPECT_EQ(0, held);
+	ASSERT_EQ(0, rcu_reader_state(&inside, &unlock_ns));
+	EXPECT_EQ(0, inside);
+	EXPECT_EQ(0, w.ret);
+	EXPECT_LE(unlock_ns, w.end_ns)
+		TH_LOG("the replace returned %.1f ms before an RCU reader that may hold the old set left: it was freed under the reader (no synchronize_rcu()?)",
+		       (unlock_ns - w.end_ns) / 1e6);
+	after = info_of(self->fa);
+	EXPECT_EQ(before.generation + 1, after.generation);
+	EXPECT_EQ(1, after.nrules);
+	EXPECT_EQ(0, kml_unload("kml_rcu_reader"));
+}
+
 TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 {
 	static const char *const bad_fields[] = {
