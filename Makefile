@@ -52,7 +52,7 @@ HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 
 CLIENTS   := kml-stats kml-sensor kml-probe kml-ring kml-filter
 SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test \
-	     kml_hello_test
+	     kml_hello_test kml_debug_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
@@ -62,7 +62,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
-	check-stock check-loaded \
+	check-stock check-loaded gdb decode \
 	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
 	clean distclean
 .PHONY: $(GOALS)
@@ -99,6 +99,8 @@ help:
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make bench-build  the benchmarks built, not run'
 	@echo 'make vm         interactive guest shell with the modules built'
+	@echo 'make vm GDB=1   the same with a gdb stub (GDB=wait: stopped until gdb continues); make gdb attaches'
+	@echo 'make decode [DIR=d] < oops.txt  a call trace with source lines (decode_stacktrace.sh, vmlinux, the modules)'
 	@echo 'make lab-list   the workshop labs; make lab LAB=x [STEP=n], make grade LAB=x, make submit NAME=you'
 	@echo 'make grade-all LAB=x DIRS="trees or archives" CSV=f  an instructor'"'"'s batch: scores and each step'"'"'s first failure'
 	@echo 'make lab-build LAB=x DIR=d  compile a student tree; make lab-check [LAB=x]  every step of every lab is real'
@@ -232,6 +234,11 @@ $(BUILD)/selftests/kml_hello_test: selftests/kml_hello/kml_hello_test.c selftest
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $<
 
+$(BUILD)/selftests/kml_debug_test: selftests/kml_debug/kml_debug_test.c selftests/kml_selftest.h \
+		$(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $<
+
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS)) $(BUILD)/bin/kml-filter-m32
 
 # The same selftests as 32-bit programs (gcc -m32), run in the guest
@@ -244,6 +251,7 @@ ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c
 ST_SRC_kml_ring_test   := selftests/kml_ring/kml_ring_test.c $(RING_LIB)
 ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB) userspace/kml_nl.c
 ST_SRC_kml_hello_test  := selftests/kml_hello/kml_hello_test.c
+ST_SRC_kml_debug_test  := selftests/kml_debug/kml_debug_test.c
 
 $(BUILD)/selftests32/%: $(BUILD)/selftests/%
 	@mkdir -p $(@D)
@@ -469,8 +477,18 @@ demo:
 bench:
 	$(TOP)/scripts/bench.sh
 
+# GDB=1: a gdb stub for `make gdb`; GDB=wait: and the guest waits for it
 vm: all
-	$(TOP)/scripts/vm-run.sh --interactive
+	$(TOP)/scripts/vm-run.sh --interactive \
+		$(if $(GDB),--gdb $(BUILD)/vm/gdb.sock $(if $(filter wait,$(GDB)),--gdb-wait))
+
+# gdb on the guest of `make vm GDB=1`, with the kernel's lx-* commands
+gdb:
+	$(TOP)/scripts/gdb.sh
+
+# an oops (a console log) on stdin, decoded to source lines; DIR= a lab tree
+decode:
+	@$(TOP)/scripts/decode.sh $(if $(DIR),--ko-dir $(DIR))
 
 # ---- installing on a real host (see README: "On a real host") ----
 PREFIX  ?= /usr/local

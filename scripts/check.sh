@@ -464,7 +464,7 @@ if [[ ${PROFILE:-default} == debug ]]; then
 	probe="kml_probe_test:-F $ptext -F trace"
 fi
 guest_run selftests -- env KMODLAB_COVERAGE="$coverage_mode" \
-	scripts/guest/selftests.sh "$hello" "$stats" \
+	scripts/guest/selftests.sh "$hello" kml_debug_test "$stats" \
 	"$sensor" "$ring" "$filter" "$probe"
 }
 part_tcgsingle() {
@@ -554,6 +554,17 @@ else
 	cat "$class/scores.csv" 2>/dev/null
 	bad "make grade-all with a module that oopses (see $logs/grade-many.log)"
 fi
+# The debugging lab's oops decoding and gdb breakpoint, as its sheet
+# tells a student to do them (scripts/debug-route.sh).
+"$here/debug-route.sh" > "$logs/debug-route.log" 2>&1
+while IFS= read -r line; do
+	case $line in
+	"PASS: "*) ok "${line#PASS: }" ;;
+	"FAIL: "*) bad "${line#FAIL: }" ;;
+	esac
+done < "$logs/debug-route.log"
+grep -q '^debug route: [0-9]* passed' "$logs/debug-route.log" ||
+	bad "debug route: no result (see $logs/debug-route.log)"
 }
 
 # The guests run in two chains side by side: a guest keeps about one core

@@ -130,7 +130,9 @@ build() {
 	((bad == 0)) || exit 1
 	# bzImage for the guest; `modules` writes Module.symvers, without
 	# which gcov-profiled external modules see __gcov_* as undefined.
-	make -s -C "$out" -j"$(nproc)" bzImage modules
+	# scripts_gdb: vmlinux-gdb.py beside vmlinux, for `make gdb`
+	make -s -C "$out" -j"$(nproc)" bzImage modules \
+		$(grep -qx CONFIG_GDB_SCRIPTS=y "$out/.config" && echo scripts_gdb)
 	touch "$out/.kmodlab-built"
 	echo "kernel.sh: built in $((SECONDS - t0)) s" >&2
 }

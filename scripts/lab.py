@@ -99,7 +99,8 @@ def load_order(d):
 
 def read_toml(path):
     """tomllib where Python has it; else the subset lab.toml uses: key =
-    "string" | integer | ["string", ...] (on one or more lines), [[step]]."""
+    "string" | integer | true | false | ["string", ...] (on one or more
+    lines), [[step]]."""
     if tomllib:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -121,6 +122,8 @@ def read_toml(path):
             v = re.findall(r'"((?:[^"\\]|\\.)*)"', val)
         elif val.startswith('"'):
             v = val[1:-1]
+        elif val in ("true", "false"):
+            v = val == "true"
         else:
             v = int(val)
         (cur if cur is not None else doc)[key] = v
@@ -951,8 +954,11 @@ def check(names, kver_tag, mistakes_only=False, steps_only=False):
         report(False, f"labs guest: no result (vm-run {rc}, see {out})")
         return 1
     # a catalogued mistake may break the kernel (that is how it loses its
-    # points): the guest must be clean but for those
-    wrong = {tag for _, tag, _, m in verdicts if m}
+    # points), and so may the skeleton of a step whose lesson is a broken
+    # kernel ("breaks = true": lab debug's oops): the guest must be clean
+    # but for those
+    wrong = {tag for lab, tag, step, m in verdicts
+             if m or (step <= len(lab["step"]) and lab["step"][step - 1].get("breaks"))}
     broke = {t for t, r in results.items() if r.get("broke")}
     report(not broke - wrong and (rc == 0 or bool(broke & wrong)),
            f"labs guest: no splat but a catalogued mistake's, powered off (vm-run {rc}, see {out})"
@@ -972,6 +978,14 @@ def check(names, kver_tag, mistakes_only=False, steps_only=False):
                    f"no test of {', '.join(names_)} failed: the lesson is not graded")
             report(bool(lost) or bool(r.get("broke")),
                    f"lab {tag}: loses step {step} ({how}); the mistake: {m['lesson']}")
+            continue
+        if step <= len(lab["step"]) and lab["step"][step - 1].get("breaks"):
+            # grading stops at a broken kernel: this step and every later
+            # one score 0, which is the point of the skeleton
+            report(r["load"]["ok"] and bool(r.get("broke")),
+                   f"lab {tag}: loads, then breaks the kernel in step {step}'s tests as the "
+                   f"lab means it to" + (f" ({r['broke']})" if r.get("broke") else
+                                          ": it did not break"))
             continue
         report(r["load"]["ok"] and not r.get("broke"),
                f"lab {tag}: loads and unloads ({r['load']['msg']})"
@@ -997,7 +1011,8 @@ def unload_all(name):
     with open("/proc/modules") as f:
         loaded = {ln.split()[0] for ln in f}
     for m in ("kml_stats_apitest", "kml_ring_apitest", "kml_ring", "kml_probe",
-              "kml_probe_target", "kml_sensor", "kml_filter", "kml_hello", "kml_stats"):
+              "kml_probe_target", "kml_sensor", "kml_filter", "kml_hello", "kml_debug",
+              "kml_rcu_reader", "kml_stats"):
         if m in loaded:
             print(f"# lab {name}: rmmod {m}", flush=True)
             run_timed(["rmmod", m], 60)

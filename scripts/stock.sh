@@ -278,7 +278,7 @@ if [[ $debs == ok && -n $lower ]]; then
 fi
 
 ((guests)) || finish
-run_guest selftests "" kml_hello_test "kml_stats_test:-F trace" \
+run_guest selftests "" kml_hello_test kml_debug_test "kml_stats_test:-F trace" \
 	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
 	"kml_filter_test:${fexcl}-F trace" "kml_probe_test:-F $ptext -F trace"
 run_guest tcg-single --tcg-single "kml_probe_test:-f $ptext" "kml_filter_test:${fonly% }" \

@@ -20,6 +20,7 @@ cd "$repo"
 export KVER=${KVER:-6.12} PROFILE=${PROFILE:-default}
 mods=(kml_stats kml_sensor kml_probe kml_ring kml_filter)
 [[ -d modules/kml_hello ]] && mods+=(kml_hello)
+[[ -d modules/kml_debug ]] && mods+=(kml_debug)
 cov=${COV:-1}
 
 usage() {
@@ -44,6 +45,7 @@ needs() {
 	kml_ring)   echo "kml_stats kml_ring tests" ;;
 	kml_filter) echo "kml_stats kml_ring kml_filter tests" ;;	# the log writes to kml_ring; tests/ has kml_rcu_reader
 	kml_hello)  echo "kml_hello" ;;
+	kml_debug)  echo "kml_debug" ;;
 	esac
 }
 

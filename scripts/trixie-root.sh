@@ -181,10 +181,11 @@ modules() { # $1 = ABI, $2 = KO_DIR
 	(($(find "$ko" -name '*.ko' | wc -l) == 6)) ||
 		{ echo "trixie-root.sh: DKMS did not install the six modules for $abi" >&2; return 1; }
 	# and the test-only ones, from the Makefile's build
-	for f in "$repo/build/kmod/$rel"/modules/{tests/*,kml_hello/kml_hello}.ko; do
+	for f in "$repo/build/kmod/$rel"/modules/{tests/*,kml_hello/kml_hello,kml_debug/kml_debug}.ko; do
 		unpack_ko "$f" "$ko/${f#"$repo/build/kmod/$rel/"}"
 	done
-	[[ -e $ko/modules/kml_hello/kml_hello.ko && -e $ko/modules/tests/kml_stats_apitest.ko ]]
+	[[ -e $ko/modules/kml_hello/kml_hello.ko && -e $ko/modules/kml_debug/kml_debug.ko &&
+	   -e $ko/modules/tests/kml_stats_apitest.ko ]]
 }
 
 case ${1:-} in

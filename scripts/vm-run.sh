@@ -40,6 +40,10 @@
 #   --no-gcov      do not capture coverage counters
 #   --gcov-only P,…  capture only the counters whose path contains one of
 #                  these (e.g. modules/kml_sensor/): each file costs an exec
+#   --gdb SOCKET   a gdb stub on the unix socket SOCKET (`make gdb` attaches:
+#                  scripts/gdb.sh); the guest runs until gdb stops it
+#   --gdb-wait     with --gdb: the guest waits, stopped before its first
+#                  instruction, until gdb says continue
 #   --stock DIR    boot a stock distro kernel prepared by scripts/stock.sh:
 #                  DIR/vmlinuz, DIR/initrd.gz, DIR/lib/modules; the host's /
 #                  and the results share come over virtiofs (no 9p there)
@@ -56,6 +60,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=$repo/build/vm/last
 timeout=900 quiet= quiet_match= smp=2 mem=1024 kernel= append= interactive=0 accel_opts= gcov=1 gcov_only= stock=
+gdb_sock= gdb_wait=0
 
 while (($#)); do
 	case $1 in
@@ -72,6 +77,8 @@ while (($#)); do
 	--no-gcov)	gcov=0; shift ;;
 	--gcov-only)	gcov_only=$2; shift 2 ;;
 	--stock)	stock=$(cd "$2" && pwd) || exit 2; gcov=0; shift 2 ;;
+	--gdb)		gdb_sock=$2; shift 2 ;;
+	--gdb-wait)	gdb_wait=1; shift ;;
 	--)		shift; break ;;
 	-*)		echo "vm-run: unknown option $1" >&2; exit 2 ;;
 	*)		break ;;
@@ -79,6 +86,8 @@ while (($#)); do
 done
 [[ -z $quiet || $quiet =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "vm-run: --quiet-timeout takes a number of seconds, not '$quiet'" >&2; exit 2; }
+((gdb_wait)) && [[ -z $gdb_sock ]] &&
+	{ echo "vm-run: --gdb-wait needs --gdb SOCKET" >&2; exit 2; }
 # `make vm < script` or `... | make vm`: the serial port drops whatever
 # arrives before the guest's shell opens it (the first words), so piped
 # input is not typed into a shell but run as a script, like COMMAND.
@@ -145,6 +154,15 @@ qemu_args=(
 	-cpu max -smp "$smp" -m "$mem"
 	-display none -no-reboot -monitor none
 )
+# QEMU's gdb stub, on a socket of the user's (no TCP port to collide with
+# another guest's); no KASLR, so vmlinux's addresses are the guest's.
+if [[ -n $gdb_sock ]]; then
+	mkdir -p "$(dirname "$gdb_sock")"
+	rm -f "$gdb_sock"
+	qemu_args+=(-chardev "socket,id=gdb0,path=$gdb_sock,server=on,wait=off" -gdb chardev:gdb0)
+	((gdb_wait)) && qemu_args+=(-S)
+	cmdline+=" nokaslr"
+fi
 if [[ -z $stock ]]; then
 	qemu_args+=(
 		-kernel "$kernel" -append "$cmdline"

@@ -57,7 +57,7 @@ if [[ $mode == shell ]]; then
 	echo
 	echo "kmodlab guest: Linux $(uname -r) (KVER=$KVER PROFILE=$PROFILE)"
 	echo "Load a module (kml_stats first: the others use it), e.g.:"
-	for m in kml_hello/kml_hello kml_stats/kml_stats kml_sensor/kml_sensor \
+	for m in kml_hello/kml_hello kml_debug/kml_debug kml_stats/kml_stats kml_sensor/kml_sensor \
 		 kml_probe/kml_probe_target kml_probe/kml_probe kml_ring/kml_ring \
 		 kml_filter/kml_filter; do
 		[[ -e $ko/modules/$m.ko ]] && echo "  insmod $ko/modules/$m.ko"

@@ -59,7 +59,7 @@ unload_all() {
 	loaded=$(</proc/modules)
 	# kml_probe before kml_ring: a recording holds a ring
 	for m in kml_stats_apitest kml_ring_apitest kml_initwait kml_probe kml_probe_target kml_ring \
-		 kml_sensor kml_filter kml_hello kml_stats; do
+		 kml_sensor kml_filter kml_hello kml_debug kml_rcu_reader kml_stats; do
 		[[ $'\n'$loaded == *$'\n'"$m "* ]] && rmmod "$m"
 	done
 	return 0

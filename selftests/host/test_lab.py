@@ -601,6 +601,54 @@ def check_grades_each_mistake_on_its_step():
 
 
 @test
+def a_skeleton_meant_to_break_must_break():
+    """lab debug's step 1 skeleton oopses on purpose (breaks = true): lab.py
+    check passes it only if it does break, lets its splat through the
+    guest's own line, and still fails a skeleton of another step that
+    breaks."""
+    import contextlib
+    import io
+    lb = lab.load_lab("debug")
+    assert lb["step"][0].get("breaks") is True and not lb["step"][1].get("breaks"), lb
+    saved = (lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run, lab.gen)
+
+    def run(broken):
+        def fake_vm_run(plan, name, single=False, timeout=1500):
+            res = {}
+            for t in plan["trees"]:
+                tests = {x: "passed" for r in t["runs"] for x in r["tests"]}
+                for r in t["runs"]:
+                    tests[r["tests"][0]] = "failed"
+                r = {"load": {"ok": True, "msg": "ok"}, "tests": tests}
+                if t["name"] in broken:
+                    r["broke"] = "the kernel oopsed"
+                res[t["name"]] = r
+            return (125 if broken else 0), res, "/nonexistent"
+        lab.build = lambda *a, **k: True
+        lab.ko_files = lambda *a, **k: []
+        lab.ensure_deps = lambda *a, **k: None
+        lab.gen = lambda *a, **k: None
+        lab.vm_run = fake_vm_run
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                lab.check(["debug"], "host-test", steps_only=True)
+        finally:
+            lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run, lab.gen = saved
+        return out.getvalue()
+    text = run({"debug-step1"})
+    assert "PASS: lab debug-step1: loads, then breaks the kernel in step 1's tests" in text, text
+    assert "PASS: labs guest: no splat but a catalogued mistake's" in text, text
+    text = run(set())
+    assert "FAIL: lab debug-step1: loads, then breaks the kernel in step 1's tests " \
+           "as the lab means it to: it did not break" in text, text
+    text = run({"debug-step1", "debug-step2"})
+    assert "FAIL: labs guest: no splat but a catalogued mistake's" in text and \
+           "broken by debug-step2" in text, text
+    assert "FAIL: lab debug-step2: loads and unloads (ok); broke the kernel" in text, text
+
+
+@test
 def the_labs_table_counts_what_the_labs_have():
     """labs/README.md's table gives each lab's steps, graded tests and
     catalogued mistakes: the numbers come from the labs themselves."""
