@@ -270,6 +270,25 @@ rc=$?
 ((rc == 2)) && grep -q "takes a number of seconds" "$logs/vm-quiet0.log" &&
 	ok "vm-run refuses --quiet-timeout 0 (2)" ||
 	bad "vm-run refuses --quiet-timeout 0 (got $rc, want 2)"
+# --gdb: a path QEMU cannot bind, or one that is not a socket, is
+# refused before any guest starts, and nothing is deleted
+"$here/vm-run.sh" --gdb-wait -- true > "$logs/vm-gdb1.log" 2>&1
+rc=$?
+((rc == 2)) && grep -q "needs --gdb SOCKET" "$logs/vm-gdb1.log" &&
+	ok "vm-run refuses --gdb-wait without --gdb (2)" ||
+	bad "vm-run refuses --gdb-wait without --gdb (got $rc, want 2)"
+echo keep > "$build/vm-gdb-not-a-socket"
+"$here/vm-run.sh" --gdb "$build/vm-gdb-not-a-socket" -- true > "$logs/vm-gdb2.log" 2>&1
+rc=$?
+((rc == 2)) && grep -q "is not a socket" "$logs/vm-gdb2.log" &&
+	[[ $(<"$build/vm-gdb-not-a-socket") == keep ]] &&
+	ok "vm-run refuses --gdb on a file that is not a socket, and leaves it (2)" ||
+	bad "vm-run --gdb on a plain file (got $rc, want 2 and the file kept)"
+"$here/vm-run.sh" --gdb "/$(printf 'x%.0s' {1..120})/gdb.sock" -- true > "$logs/vm-gdb3.log" 2>&1
+rc=$?
+((rc == 2)) && grep -q "under 108 bytes" "$logs/vm-gdb3.log" &&
+	ok "vm-run refuses a --gdb socket path too long for a unix socket (2)" ||
+	bad "vm-run --gdb with a 130-byte path (got $rc, want 2)"
 
 # A guest whose SysRq power-off never happens (a broken module can leave
 # the workqueue it runs on spinning; here the trigger is /dev/null) still

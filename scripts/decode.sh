@@ -16,10 +16,13 @@ repo=$(cd "$here/.." && pwd)
 ko=$repo/build/kmod/${KVER:-6.12}-${PROFILE:-default}
 while (($#)); do
 	case $1 in
-	--ko-dir) ko=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+	--ko-dir) [[ -n ${2:-} ]] || { echo "decode.sh: --ko-dir needs a directory" >&2; exit 2; }
+		ko=$(cd "$2" && pwd) || exit 2; shift 2 ;;
 	*) echo "usage: scripts/decode.sh [--ko-dir DIR] < LOG" >&2; exit 2 ;;
 	esac
 done
+# addr2line, readelf and nm: binutils
+"$here/deps.sh" pkg=binutils
 kdir=$("$here/kernel.sh" kdir)
 src=$("$here/kernel.sh" src)
 if [[ ! -e $kdir/vmlinux ]]; then

@@ -88,6 +88,16 @@ done
 	{ echo "vm-run: --quiet-timeout takes a number of seconds, not '$quiet'" >&2; exit 2; }
 ((gdb_wait)) && [[ -z $gdb_sock ]] &&
 	{ echo "vm-run: --gdb-wait needs --gdb SOCKET" >&2; exit 2; }
+if [[ -n $gdb_sock ]]; then
+	[[ $gdb_sock == /* ]] || gdb_sock=$PWD/$gdb_sock
+	# a unix socket's path has room for 107 bytes
+	((${#gdb_sock} < 108)) ||
+		{ echo "vm-run: --gdb $gdb_sock: a socket path must be under 108 bytes" >&2; exit 2; }
+	[[ ! -e $gdb_sock || -S $gdb_sock ]] ||
+		{ echo "vm-run: --gdb $gdb_sock exists and is not a socket: not replacing it" >&2; exit 2; }
+	# no KASLR, on the test kernel or a stock one: vmlinux's addresses are the guest's
+	append+="${append:+ }nokaslr"
+fi
 # `make vm < script` or `... | make vm`: the serial port drops whatever
 # arrives before the guest's shell opens it (the first words), so piped
 # input is not typed into a shell but run as a script, like COMMAND.
@@ -155,13 +165,13 @@ qemu_args=(
 	-display none -no-reboot -monitor none
 )
 # QEMU's gdb stub, on a socket of the user's (no TCP port to collide with
-# another guest's); no KASLR, so vmlinux's addresses are the guest's.
+# another guest's).
 if [[ -n $gdb_sock ]]; then
 	mkdir -p "$(dirname "$gdb_sock")"
 	rm -f "$gdb_sock"
-	qemu_args+=(-chardev "socket,id=gdb0,path=$gdb_sock,server=on,wait=off" -gdb chardev:gdb0)
+	# QEMU's option syntax doubles a comma that is part of a value
+	qemu_args+=(-chardev "socket,id=gdb0,path=${gdb_sock//,/,,},server=on,wait=off" -gdb chardev:gdb0)
 	((gdb_wait)) && qemu_args+=(-S)
-	cmdline+=" nokaslr"
 fi
 if [[ -z $stock ]]; then
 	qemu_args+=(

@@ -95,12 +95,8 @@ static const struct kml_debug_item *kml_debug_find(const char *name)
 
 static int kml_debug_lookup_set(const char *val, const struct kernel_param *kp)
 {
-	const struct kml_debug_item *it;
-
-	/* `insmod kml_debug.ko lookup` (no "=") passes no value at all */
-	if (!val)
-		return -EINVAL;
-	it = kml_debug_find(val);
+	/* the kernel refuses a bare `insmod kml_debug.ko lookup` before this */
+	const struct kml_debug_item *it = kml_debug_find(val);
 
 	/* LAB debug 2: say what each lookup was asked and what it found,
 	 * with a message that costs nothing until root turns it on with
@@ -110,8 +106,13 @@ static int kml_debug_lookup_set(const char *val, const struct kernel_param *kp)
 	 */
 	pr_debug("lookup \"%s\": %s\n", val, it ? it->name : "no such reading");
 	/* LAB debug 2 end */
+	/*
+	 * -EINVAL, as for any value a parameter does not take: the kernel
+	 * then says "`nosuch' invalid for parameter `lookup'" at insmod,
+	 * where -ENOENT would read "Unknown parameter".
+	 */
 	if (!it)
-		return -ENOENT;
+		return -EINVAL;
 	found = it;
 	return 0;
 }
@@ -129,7 +130,7 @@ static const struct kernel_param_ops kml_debug_lookup_ops = {
 };
 
 module_param_cb(lookup, &kml_debug_lookup_ops, NULL, 0644);
-MODULE_PARM_DESC(lookup, "write a reading's name to look it up (-ENOENT if there is none); read: the reading found last");
+MODULE_PARM_DESC(lookup, "write a reading's name to look it up (-EINVAL if there is none); read: the reading found last");
 
 static int __init kml_debug_init(void)
 {

@@ -12,6 +12,7 @@
 
 #include <linux/atomic.h>
 #include <linux/mutex.h>
+#include <linux/netfilter.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
@@ -263,12 +264,10 @@ u32 kml_filter_old_index(enum kml_filter_carry carry, u32 at, u32 i);
 void kml_filter_log_seed(struct kml_filter_net *fn, struct kml_filter_set *set,
 			 enum kml_filter_carry carry, u32 at);
 
-/* kml_filter_pkt.c: reading a packet, and conntrack */
+/* kml_filter_pkt.c: reading a packet (@p->dir set), and conntrack */
 u32 kml_filter_parse(const struct sk_buff *skb,
 		     const struct nf_hook_state *state,
 		     const struct kml_filter_set *set, struct kml_filter_pkt *p);
-bool kml_filter_policy_only(const struct sk_buff *skb,
-			    const struct nf_hook_state *state, u8 *dir);
 int kml_filter_ct_get(struct net *net);
 void kml_filter_ct_put(struct net *net);
 void kml_filter_ct_exit(void);

@@ -35,7 +35,8 @@
  * network namespace, with CAP_NET_ADMIN checked against the user
  * namespace that owns it (kml_filter_capable() below), so a container's
  * root manages its own rules and nobody else's. Both build a new set and
- * hand it to kml_filter_commit().
+ * publish it with kml_filter_commit() (through kml_filter_publish(),
+ * which also takes conntrack for rules that need it).
  *
  * This file is the mechanism; the rest of the module is handed over
  * complete: a set's memory and limit (kml_filter_set.c), reading a
@@ -45,8 +46,6 @@
  * write to a kml_ring under a rate limit of its own (kml_filter_log.c,
  * which the hook calls only for a set with such a rule).
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/capability.h>
 #include <linux/cpumask.h>
 #include <linux/fs.h>
@@ -110,6 +109,38 @@ static u32 kml_filter_policy(const struct kml_filter_set *set, u8 dir)
 	return dir == KML_FILTER_DIR_FWD ? set->policy_fwd : set->policy;
 }
 
+/* The hook that called is the packet's direction. */
+static u8 kml_filter_dir(const struct nf_hook_state *state)
+{
+	switch (state->hook) {
+	case NF_INET_LOCAL_IN:
+		return KML_FILTER_DIR_IN;
+	case NF_INET_FORWARD:
+		return KML_FILTER_DIR_FWD;
+	default:
+		return KML_FILTER_DIR_OUT;
+	}
+}
+
+/*
+ * Can the policy alone judge @skb, without parsing it? An IPv4 packet
+ * that is no GSO packet and that kml_filter_ipv4_plain() finds nothing
+ * wrong with, while the tracepoint (which reports every field) is off.
+ * Here, not with the parser: every packet of a set without rules asks.
+ */
+static bool kml_filter_policy_only(const struct sk_buff *skb,
+				   const struct nf_hook_state *state, u8 dir)
+{
+	int off = skb_network_offset(skb);
+	u8 _h[KML_FILTER_IPV4_HLEN];
+
+	if (state->pf != NFPROTO_IPV4 || skb_is_gso(skb) ||
+	    trace_verdict_enabled())
+		return false;
+	return kml_filter_ipv4_plain(skb_header_pointer(skb, off, sizeof(_h), _h),
+				     skb->len - off, dir);
+}
+
 static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 				    const struct nf_hook_state *state)
 {
@@ -121,15 +152,17 @@ static unsigned int kml_filter_hook(void *priv, struct sk_buff *skb,
 
 	/* netfilter calls hooks under rcu_read_lock() */
 	set = rcu_dereference(kml_filter_pernet(state->net)->set);
-	if (unlikely(!set))
+	/* the set is published before the hooks go in, freed after they are out */
+	if (unlikely(!set)) /* LCOV_EXCL_BR_LINE: never NULL here, see above */
 		return NF_ACCEPT;
+	pkt.dir = kml_filter_dir(state);
 	/*
 	 * The commonest case made cheap: no rule, a plain IPv4 packet, no
 	 * one tracing. Only the policy can decide, so the header is checked
 	 * but not taken apart, and the packet is counted as the full path
 	 * would count it.
 	 */
-	if (!set->nrules && kml_filter_policy_only(skb, state, &pkt.dir)) {
+	if (!set->nrules && kml_filter_policy_only(skb, state, pkt.dir)) {
 		packets = 1;
 		bytes = skb->len - skb_network_offset(skb);
 		kml_filter_count_dir(pkt.dir, 1);

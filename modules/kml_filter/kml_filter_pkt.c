@@ -108,19 +108,6 @@ u8 kml_filter_ct_state(const struct sk_buff *skb)
 
 /* ---- headers ---- */
 
-/* The hook that called is the packet's direction. */
-static u8 kml_filter_dir(const struct nf_hook_state *state)
-{
-	switch (state->hook) {
-	case NF_INET_LOCAL_IN:
-		return KML_FILTER_DIR_IN;
-	case NF_INET_FORWARD:
-		return KML_FILTER_DIR_FWD;
-	default:
-		return KML_FILTER_DIR_OUT;
-	}
-}
-
 /*
  * The bytes of headers each segment of a GSO packet repeats: the IP
  * headers (@thoff) and TCP's or UDP's own, as qdisc_pkt_len_init() counts
@@ -141,13 +128,14 @@ static u32 kml_filter_seg_hdrlen(const struct sk_buff *skb, int off, u32 thoff,
 }
 
 /*
- * Fill @p from the packet; return the header bytes each of its segments
- * repeats (kml_filter_wire()). The headers are checked, not trusted (see
- * kml_filter_parse_ipv4()): a raw socket's LOCAL_OUT packet is whatever
- * its sender wrote. Everything is read with skb_header_pointer(), which
- * copies what is split across fragments and returns NULL past the end.
- * The ports are read only if a rule of @set or the tracepoint needs them:
- * every packet pays for what is read, whether a rule looks at it or not.
+ * Fill @p (its @dir the hook set) from the packet; return the header
+ * bytes each of its segments repeats (kml_filter_wire()). The headers
+ * are checked, not trusted (see kml_filter_parse_ipv4()): a raw socket's
+ * LOCAL_OUT packet is whatever its sender wrote. Everything is read with
+ * skb_header_pointer(), which copies what is split across fragments and
+ * returns NULL past the end. The ports are read only if a rule of @set or
+ * the tracepoint needs them: every packet pays for what is read, whether
+ * a rule looks at it or not.
  */
 u32 kml_filter_parse(const struct sk_buff *skb,
 		     const struct nf_hook_state *state,
@@ -160,7 +148,6 @@ u32 kml_filter_parse(const struct sk_buff *skb,
 	u8 _h[sizeof(struct ipv6hdr)], _ports[4];
 	const u8 *h;
 
-	p->dir = kml_filter_dir(state);
 	if (state->pf == NFPROTO_IPV4) {
 		h = skb_header_pointer(skb, off, sizeof(struct iphdr), _h);
 		thoff = kml_filter_parse_ipv4(p, h, len, gso_tcp);
@@ -188,23 +175,4 @@ u32 kml_filter_parse(const struct sk_buff *skb,
 	if (!skb_is_gso(skb) || p->malformed)
 		return 0;
 	return kml_filter_seg_hdrlen(skb, off, thoff, p->proto);
-}
-
-/*
- * Can the policy alone judge @skb, without parsing it? An IPv4 packet
- * that is no GSO packet and that kml_filter_ipv4_plain() finds nothing
- * wrong with, while the tracepoint (which reports every field) is off.
- */
-bool kml_filter_policy_only(const struct sk_buff *skb,
-			    const struct nf_hook_state *state, u8 *dir)
-{
-	int off = skb_network_offset(skb);
-	u8 _h[KML_FILTER_IPV4_HLEN];
-
-	if (state->pf != NFPROTO_IPV4 || skb_is_gso(skb) ||
-	    trace_verdict_enabled())
-		return false;
-	*dir = kml_filter_dir(state);
-	return kml_filter_ipv4_plain(skb_header_pointer(skb, off, sizeof(_h), _h),
-				     skb->len - off, *dir);
 }

@@ -87,7 +87,10 @@ void kml_filter_stage_release(struct kml_filter_net *fn)
 		schedule_work(&fn->reap);
 }
 
-/* LOG_ATTACH and LOG_DETACH (kml_filter_log.c) */
+/*
+ * LOG_ATTACH and LOG_DETACH, the netlink commands: kml_filter_log.c's
+ * attach and detach under the namespace's lock.
+ */
 int kml_filter_log_start(struct kml_filter_net *fn, int fd, struct sock *sk)
 {
 	int ret;

@@ -8,9 +8,11 @@
  * grace period shows only as a rare use-after-free. This one is made to
  * last: a write of N to /sys/kernel/debug/kml_rcu_reader/hold enters
  * rcu_read_lock() and stays, spinning, until "release" is written or N
- * milliseconds (at most 10 s, well under the RCU stall warning) have
- * passed. Reading "hold" gives "<inside> <unlock>": 1 while a reader is
- * in, and the CLOCK_MONOTONIC nanoseconds at which the last one left.
+ * milliseconds (at most 10 s, under the RCU stall warning's default of
+ * 21 s) have passed. Meanwhile every synchronize_rcu() on the machine
+ * waits for it, not only the one under test. Reading "hold" gives
+ * "<inside> <unlock>": 1 while a reader is in, and the CLOCK_MONOTONIC
+ * nanoseconds at which the last one left.
  * An update that waits for readers returns after that time; one that
  * does not, before it.
  */

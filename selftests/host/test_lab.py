@@ -612,7 +612,7 @@ def a_skeleton_meant_to_break_must_break():
     assert lb["step"][0].get("breaks") is True and not lb["step"][1].get("breaks"), lb
     saved = (lab.build, lab.ko_files, lab.ensure_deps, lab.vm_run, lab.gen)
 
-    def run(broken):
+    def run(broken, culprits=None):
         def fake_vm_run(plan, name, single=False, timeout=1500):
             res = {}
             for t in plan["trees"]:
@@ -623,7 +623,8 @@ def a_skeleton_meant_to_break_must_break():
                 if t["name"] in broken:
                     r["broke"] = "the kernel oopsed"
                 res[t["name"]] = r
-            return (125 if broken else 0), res, "/nonexistent"
+            return (125 if broken else 0), res, "/nonexistent", \
+                (sorted(broken) if culprits is None else culprits)
         lab.build = lambda *a, **k: True
         lab.ko_files = lambda *a, **k: []
         lab.ensure_deps = lambda *a, **k: None
@@ -646,6 +647,10 @@ def a_skeleton_meant_to_break_must_break():
     assert "FAIL: labs guest: no splat but a catalogued mistake's" in text and \
            "broken by debug-step2" in text, text
     assert "FAIL: lab debug-step2: loads and unloads (ok); broke the kernel" in text, text
+    # a splat no taint flag shows (lockdep, a stall), in step 2's tree,
+    # in the guest step 1's oops then ended: not hidden behind that oops
+    text = run({"debug-step1"}, culprits=["debug-step2"])
+    assert "FAIL: labs guest: no splat but a catalogued mistake's" in text, text
 
 
 @test

@@ -4,7 +4,7 @@
  * test guest (scripts/guest/selftests.sh sets KMODLAB_KO_DIR).
  *
  * A lookup is a write to /sys/module/kml_debug/parameters/lookup: the
- * write's error is the lookup's (-ENOENT: no such reading), and reading
+ * write's error is the lookup's (-EINVAL: no such reading), and reading
  * the file back gives the reading found last. What the module logs is
  * read from /dev/kmsg, from where the log ended before each test, with
  * dynamic debug turned on and off through its control file.
@@ -145,8 +145,8 @@ FIXTURE_TEARDOWN(debug)
 
 #define DRAIN() kmsg_drain(self->kmsg, self->log, LOGLEN)
 
-/* Step 1: a name the table lacks is -ENOENT, whatever the name. */
-TEST_F(debug, unknown_name_is_enoent)
+/* Step 1: a name the table lacks is refused (-EINVAL), whatever the name. */
+TEST_F(debug, unknown_name_is_refused)
 {
 	static const char *const names[] = {
 		"nosuch", "nosuch\n", "x", "\n", "TEMP\n", "fan fan\n",
@@ -157,12 +157,12 @@ TEST_F(debug, unknown_name_is_enoent)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *name = names[i];
 
-		EXPECT_EQ(-ENOENT, LOOKUP_S(name)) TH_LOG("lookup of \"%s\"", name);
+		EXPECT_EQ(-EINVAL, LOOKUP_S(name)) TH_LOG("lookup of \"%s\"", name);
 	}
 	ASSERT_EQ(0, found(buf, sizeof(buf)));
 	EXPECT_STREQ("none", buf);
 	/* the module is still there and answers */
-	EXPECT_EQ(-ENOENT, LOOKUP_S("nosuch"));
+	EXPECT_EQ(-EINVAL, LOOKUP_S("nosuch"));
 	EXPECT_EQ(0, kml_unload("kml_debug"));
 }
 
@@ -172,13 +172,13 @@ TEST_F(debug, lookups_are_logged_when_asked)
 	int level = -1;
 
 	/* off by default: the log stays quiet */
-	EXPECT_EQ(-ENOENT, LOOKUP_S("quiet1\n"));
+	EXPECT_EQ(-EINVAL, LOOKUP_S("quiet1\n"));
 	DRAIN();
 	EXPECT_EQ(0, lines_with(self->log, "kml_debug: ", "quiet1", NULL))
 		TH_LOG("logged with dynamic debug off: %s", self->log);
 	/* on for this module only */
 	ASSERT_EQ(0, ddebug("module kml_debug +p"));
-	EXPECT_EQ(-ENOENT, LOOKUP_S("loud1"));
+	EXPECT_EQ(-EINVAL, LOOKUP_S("loud1"));
 	DRAIN();
 	EXPECT_EQ(1, lines_with(self->log, "kml_debug: ", "loud1", &level))
 		TH_LOG("one line with the name asked for, after \"kml_debug: \", was wanted: %s",
@@ -187,7 +187,7 @@ TEST_F(debug, lookups_are_logged_when_asked)
 	/* and off again */
 	ASSERT_EQ(0, ddebug("module kml_debug -p"));
 	self->log[0] = '\0';
-	EXPECT_EQ(-ENOENT, LOOKUP_S("quiet2"));
+	EXPECT_EQ(-EINVAL, LOOKUP_S("quiet2"));
 	DRAIN();
 	EXPECT_EQ(0, lines_with(self->log, "kml_debug: ", "quiet2", NULL))
 		TH_LOG("logged after dynamic debug was turned off: %s", self->log);
@@ -217,7 +217,7 @@ TEST_F(debug, lookup_finds_each_reading)
 	for (i = 0; i < sizeof(not_names) / sizeof(not_names[0]); i++) {
 		const char *name = not_names[i];
 
-		EXPECT_EQ(-ENOENT, LOOKUP_S(name)) TH_LOG("lookup of \"%s\"", name);
+		EXPECT_EQ(-EINVAL, LOOKUP_S(name)) TH_LOG("lookup of \"%s\"", name);
 	}
 	/* a refused lookup leaves the last reading found */
 	ASSERT_EQ(0, found(buf, sizeof(buf)));
@@ -235,7 +235,11 @@ TEST_F(debug, lookup_on_the_insmod_line)
 	EXPECT_STREQ("fan 1200", buf);
 	ASSERT_EQ(0, kml_unload("kml_debug"));
 	EXPECT_EQ(-EINVAL, kml_load(KO, "lookup"));
-	EXPECT_EQ(-ENOENT, kml_load(KO, "lookup=nosuch"));
+	EXPECT_EQ(-EINVAL, kml_load(KO, "lookup=nosuch"));
+	/* and the kernel says why: the value, not the parameter, is wrong */
+	DRAIN();
+	EXPECT_EQ(1, lines_with(self->log, "`nosuch' invalid for parameter", "lookup", NULL))
+		TH_LOG("%s", self->log);
 }
 
 TEST_HARNESS_MAIN

@@ -1338,11 +1338,11 @@ TEST_F_TIMEOUT(filter, big_sets_match_the_right_rule, 120)
 	free(e);
 }
 
-/* Everything that must be refused, and proof that nothing changed. */
 #define RCU_READER "/sys/kernel/debug/kml_rcu_reader/"
 
 struct waiting_replace {
 	int fd;
+	int cpu;
 	struct kml_filter_rule rule;
 	atomic_int done;
 	int ret;
@@ -1360,7 +1360,11 @@ static unsigned long long mono_ns(void)
 static void *replace_then_time(void *arg)
 {
 	struct waiting_replace *w = arg;
+	cpu_set_t set;
 
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
 	w->ret = replace(w->fd, &w->rule, 1, 0);
 	w->end_ns = mono_ns();
 	atomic_store(&w->done, 1);
@@ -1383,9 +1387,20 @@ static int rcu_reader_write(const char *name, const char *text)
 	return ret;
 }
 
+struct rcu_hold {
+	int cpu;
+	int ret;
+};
+
 static void *rcu_reader_hold(void *arg)
 {
-	*(int *)arg = rcu_reader_write("hold", "8000");
+	struct rcu_hold *h = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(h->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	h->ret = rcu_reader_write("hold", "8000");
 	return NULL;
 }
 
@@ -1412,14 +1427,30 @@ TEST_F_TIMEOUT(filter, replace_waits_for_readers, 120)
 	 * until it is released: the replace must not return before that
 	 * reader left. It is released as soon as the replace returns, or
 	 * after 3 s, whichever is first; either way a replace that waits
-	 * returns after it, however slow the host.
+	 * returns after it, however slow the host. The reader spins on a
+	 * CPU of its own and the replace runs on another: on a kernel
+	 * without preemption a spinning reader owns its CPU.
 	 */
-	struct waiting_replace w = { .fd = self->fa };
+	struct waiting_replace w = { .fd = self->fa, .cpu = -1 };
+	struct rcu_hold held = { .cpu = -1, .ret = 1 };
 	struct kml_filter_info before, after;
 	unsigned long long unlock_ns = 0;
-	int inside = 0, held = 1;
 	pthread_t hold, rep;
 	long long end;
+	cpu_set_t mine;
+	int inside = 0, cpu;
+
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(mine), &mine));
+	for (cpu = 0; cpu < CPU_SETSIZE && w.cpu < 0; cpu++) {
+		if (!CPU_ISSET(cpu, &mine))
+			continue;
+		if (held.cpu < 0)
+			held.cpu = cpu;
+		else
+			w.cpu = cpu;
+	}
+	if (w.cpu < 0)
+		SKIP(return, "one CPU: a spinning RCU reader would leave the replace none to run on");
 
 	ASSERT_EQ(0, kml_load_once("modules/tests/kml_rcu_reader.ko", ""));
 	/* the tool's own refusals: no reader for 0 ms or for minutes */
@@ -1433,7 +1464,7 @@ TEST_F_TIMEOUT(filter, replace_waits_for_readers, 120)
 		usleep(5000);
 	if (!inside) {
 		pthread_join(hold, NULL);
-		ASSERT_EQ(1, inside) TH_LOG("the RCU reader never came in (hold: %d)", held);
+		ASSERT_EQ(1, inside) TH_LOG("the RCU reader never came in (hold: %d)", held.ret);
 	}
 	ASSERT_EQ(0, pthread_create(&rep, NULL, replace_then_time, &w));
 	end = now_ms() + 3000;
@@ -1442,7 +1473,7 @@ TEST_F_TIMEOUT(filter, replace_waits_for_readers, 120)
 	EXPECT_EQ(0, rcu_reader_write("release", "1"));
 	pthread_join(hold, NULL);
 	pthread_join(rep, NULL);
-	EXPECT_EQ(0, held);
+	EXPECT_EQ(0, held.ret);
 	ASSERT_EQ(0, rcu_reader_state(&inside, &unlock_ns));
 	EXPECT_EQ(0, inside);
 	EXPECT_EQ(0, w.ret);
@@ -1455,6 +1486,7 @@ TEST_F_TIMEOUT(filter, replace_waits_for_readers, 120)
 	EXPECT_EQ(0, kml_unload("kml_rcu_reader"));
 }
 
+/* Everything that must be refused, and proof that nothing changed. */
 TEST_F_TIMEOUT(filter, bad_requests_change_nothing, 120)
 {
 	static const char *const bad_fields[] = {
