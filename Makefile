@@ -64,6 +64,7 @@ GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz 
 	bench bench-build install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
 	check-stock check-loaded gdb decode \
 	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
+	workshop-bundle workshop-install \
 	clean distclean
 .PHONY: $(GOALS)
 
@@ -105,6 +106,8 @@ help:
 	@echo 'make grade-all LAB=x DIRS="trees or archives" CSV=f  an instructor'"'"'s batch: scores and each step'"'"'s first failure'
 	@echo 'make lab-build LAB=x DIR=d  compile a student tree; make lab-check [LAB=x]  every step of every lab is real'
 	@echo 'make kernel-export [F=f], make kernel-import F=f  carry a built test kernel to other machines (a workshop room)'
+	@echo 'make workshop-bundle [F=f.tar]  one archive for a room offline: this tree, the kernels, every package a seat needs'
+	@echo 'make workshop-install  on a seat, as root, from the unpacked bundle (or scripts/workshop.sh install): no network'
 	@echo 'make kernel     build the cached test kernel (KVER=6.12|6.1|7.3, PROFILE=default|debug|kcsan)'
 	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules   build for a real host'
 	@echo 'make install    modules (+depmod), clients, uapi headers, udev rule, man pages, bash'
@@ -128,6 +131,14 @@ kernel-export:
 
 kernel-import:
 	$(KSCRIPT) import $(or $(F),$(error F=<archive from make kernel-export>))
+
+# A room offline: one archive with this tree, the kernels and the
+# packages a seat needs; on each seat, as root: scripts/workshop.sh install
+workshop-bundle:
+	$(TOP)/scripts/workshop.sh bundle $(F)
+
+workshop-install:
+	$(TOP)/scripts/workshop.sh install $(F)
 
 # ---- kernel modules, built in a mirror of the sources ----
 # WERROR=0 keeps warnings warnings (work in progress). Diagnostics name

@@ -44,6 +44,7 @@ full_parts=(
 	"stock-6.12|Debian 12 cloud 6.12|stock image, modules against its headers|selftests, packages (DKMS)|env STOCK=6.12 $here/stock.sh"
 	"7.3|7.3 (Debian 13 backports' linux-source-7.3)|test kernel, gcov|selftests, coverage|env KVER=7.3 PROFILE=default KMODLAB_CHECK_PARTS=guest,coverage $here/check.sh"
 	"stock-deb13|Debian 13 cloud 6.12|stock image, DKMS in a Debian 13 chroot|selftests, packages (DKMS)|env STOCK=deb13 $here/stock.sh"
+	"workshop|6.12 (Debian's linux-source-6.12)|test kernels, carried in a workshop bundle|a fresh Debian 12 seat set up offline from make workshop-bundle; lab hello made, built and graded there|env KVER=6.12 $here/workshop.sh check"
 )
 # The parts, in the order the lanes take them: each lane, when free,
 # takes the next part not yet taken, so the lanes stay busy however long
@@ -75,7 +76,7 @@ bg_kernels=("6.12 default" "6.12 debug")
 case $mode in
 ci) ;;
 full)	parts+=("${full_parts[@]}")
-	queue+=(7.3 stock-deb13 6.1 stock-6.12 stock-6.1-guests 7.3-per-test)
+	queue+=(7.3 stock-deb13 6.1 stock-6.12 stock-6.1-guests 7.3-per-test workshop)
 	bg_kernels+=("7.3 default" "6.1 default") ;;
 *)	echo "usage: $0 [full]" >&2; exit 2 ;;
 esac

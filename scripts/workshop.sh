@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A workshop room that works offline.
+#
+#   scripts/workshop.sh bundle [FILE.tar]   (make workshop-bundle [F=...])
+#   scripts/workshop.sh install [DIR]       (make workshop-install [F=DIR])
+#   scripts/workshop.sh seat-test FILE.tar  (a fresh Debian 12 seat, offline)
+#   scripts/workshop.sh check               (both, as a part of make check-full)
+#
+# bundle, on the instructor's machine (online, kernels built or not):
+# one archive holding a kmodlab tree (this commit's files, git archive)
+# with a workshop/ directory in it: the test kernels built (default and
+# debug, kernel-export archives), and every Debian package a seat needs
+# for the labs that a minimal Debian 12 lacks, with their dependencies,
+# downloaded with apt. What it holds and their checksums are in
+# workshop/MANIFEST.
+#
+# install, on a seat (as root, with no network): from the tree the bundle
+# unpacks to, `make workshop-install`. It refuses a seat that is not the
+# bundle's Debian release and architecture; installs the packages the
+# seat lacks from the bundle's files only (apt never downloads); keeps a
+# package the seat has in another version, and says so, except
+# linux-source-KVER, which the kernels were built from and whose exact
+# version it installs (or the kernels would not match it); imports the
+# kernels; and checks every file against the manifest first.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+export KVER=${KVER:-6.12}
+die() { echo "workshop: $*" >&2; exit 1; }
+
+# What a seat installs: the deps.sh groups the labs use, and gdb for lab
+# debug (a seat needs no check/stock/deb tools).
+seat_packages() {
+	bash -c 'deps=$1; shift; source <(sed -n "/^pkgs=()/,/^done/p" "$deps")
+		 printf "%s\n" "${pkgs[@]}"' _ "$here/deps.sh" host kernel vm pkg=gdb pkg=python3
+}
+
+# The packages "$@" need that a minimal Debian (debootstrap minbase:
+# Priority required, and apt) does not have: the recursive Depends and
+# PreDepends, one per line, as name=version of the candidate.
+closure() {
+	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+		--no-breaks --no-replaces --no-enhances "$@" 2>/dev/null |
+		grep -E '^[a-z0-9]' | grep -v ':i386$' | sort -u |
+		xargs apt-cache show --no-all-versions 2>/dev/null |
+		awk '/^Package:/ { p = $2 } /^Priority:/ { pr = $2 } /^Version:/ { v = $2 }
+		     /^$/ { if (p != "" && pr != "required" && p != "apt") print p "=" v; p = pr = v = "" }
+		     END { if (p != "" && pr != "required" && p != "apt") print p "=" v }' | sort -u
+}
+
+bundle() {
+	local file=${1:-$repo/kmodlab-workshop.tar} stage top wk p
+	[[ $file == /* ]] || file=$PWD/$file
+	[[ -d $repo/.git ]] || die "bundle: $repo is not a git checkout"
+	git -C "$repo" diff --quiet HEAD ||
+		echo "workshop: note: uncommitted changes are not in the bundle (it holds HEAD)" >&2
+	stage=$(mktemp -d "$repo/build/.workshop.XXXXXX")
+	trap 'rm -rf "$stage"' EXIT
+	top=$stage/kmodlab
+	wk=$top/workshop
+	mkdir -p "$top" "$wk/debs" "$wk/kernels"
+	git -C "$repo" archive HEAD | tar -C "$top" -x
+	for p in default debug; do
+		echo "workshop: kernel $KVER $p" >&2
+		PROFILE=$p "$here/kernel.sh" build
+		PROFILE=$p "$here/kernel.sh" export "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
+	done
+	echo "workshop: the packages a seat needs, with their dependencies" >&2
+	mapfile -t want < <(closure $(seat_packages))
+	((${#want[@]})) || die "bundle: apt found no packages (apt-get update first?)"
+	(cd "$wk/debs" && apt-get download "${want[@]}" > "$stage/download.log" 2>&1) ||
+		{ tail -5 "$stage/download.log" >&2; die "bundle: apt-get download failed"; }
+	{
+		. /etc/os-release
+		echo "release $VERSION_CODENAME $(dpkg --print-architecture)"
+		echo "kernel $KVER linux-source-$KVER=$(dpkg-query -W -f='${Version}' "linux-source-$KVER")"
+		echo "commit $(git -C "$repo" rev-parse HEAD)"
+		(cd "$wk" && sha256sum debs/*.deb kernels/*.tar.gz | sed 's/^/sha256 /')
+	} > "$wk/MANIFEST"
+	tar -C "$stage" -cf "$file" kmodlab
+	echo "workshop: wrote $file ($(du -h "$file" | cut -f1): ${#want[@]} packages, kernels $KVER default and debug)" >&2
+	echo "  on each seat, as root and offline: tar -xf $(basename "$file") && make -C kmodlab workshop-install" >&2
+}
+
+install_seat() {
+	local wk=${1:-$repo/workshop} rel arch src want have deb name ver
+	local -a add=() kept=()
+	[[ $wk == /* ]] || wk=$PWD/$wk
+	[[ -r $wk/MANIFEST ]] || die "install: no $wk/MANIFEST: F= is the workshop/ directory of an unpacked bundle"
+	((EUID == 0)) || die "install: run it as root (it installs packages)"
+	read -r _ rel arch < <(grep '^release ' "$wk/MANIFEST")
+	. /etc/os-release
+	[[ $rel == "${VERSION_CODENAME:-}" && $arch == "$(dpkg --print-architecture)" ]] ||
+		die "install: the bundle is for Debian $rel $arch, this seat is ${VERSION_CODENAME:-unknown} $(dpkg --print-architecture): make a bundle on a machine like the seats"
+	echo "workshop: checking the bundle's files" >&2
+	(cd "$wk" && sed -n 's/^sha256 //p' MANIFEST | sha256sum --quiet -c -) ||
+		die "install: the bundle's files do not match its MANIFEST (a bad copy?)"
+	read -r _ kver src < <(grep '^kernel ' "$wk/MANIFEST")
+	[[ $kver == "$KVER" ]] || export KVER=$kver
+	for deb in "$wk"/debs/*.deb; do
+		name=$(dpkg-deb -f "$deb" Package)
+		ver=$(dpkg-deb -f "$deb" Version)
+		have=$(dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$name" 2>/dev/null || true)
+		if [[ $have != ii* ]]; then
+			add+=("$deb")
+		elif [[ ${have#ii } != "$ver" ]]; then
+			if [[ $name == "${src%%=*}" ]]; then
+				add+=("$deb")	# the kernels' source: its version, always
+			else
+				kept+=("$name ${have#ii } (the bundle has $ver)")
+			fi
+		fi
+	done
+	((${#kept[@]} == 0)) ||
+		printf 'workshop: kept as installed: %s\n' "${kept[@]}" >&2
+	if ((${#add[@]})); then
+		echo "workshop: installing ${#add[@]} packages from the bundle (no download)" >&2
+		# apt resolves their order and dependencies, from these files and
+		# what is installed; --no-download makes a missing one an error
+		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download \
+			--no-install-recommends --allow-downgrades "${add[@]}" > "$wk/install.log" 2>&1; then
+			tail -15 "$wk/install.log" >&2
+			die "install: the packages did not install offline (see $wk/install.log): the seat differs from the machine the bundle was made on"
+		fi
+	fi
+	want=${src#*=}
+	have=$(dpkg-query -W -f='${Version}' "${src%%=*}")
+	[[ $have == "$want" ]] || die "install: ${src%%=*} is $have, the kernels need $want"
+	for p in default debug; do
+		PROFILE=$p "$here/kernel.sh" import "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
+	done
+	echo "workshop: this seat is ready: make lab-list, make lab LAB=hello" >&2
+}
+
+# A seat as a room has them, made from Debian's archive once and cached
+# (debootstrap minbase: Priority required, and apt), then in an overlay
+# of it with no network at all (unshare -n): the bundle unpacked, the
+# install, and a student's first loop, lab hello made, built and graded
+# in QEMU. PASS:/FAIL: lines and the seconds each took.
+seat_test() {
+	local bundle=$1 mirror top base tmp t0 rc
+	[[ -r $bundle ]] || die "seat-test: no bundle $bundle (make workshop-bundle)"
+	bundle=$(cd "$(dirname "$bundle")" && pwd)/$(basename "$bundle")
+	((EUID == 0)) || die "seat-test: run it as root (debootstrap, chroot)"
+	"$here/deps.sh" pkg=debootstrap
+	mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
+	top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/bookworm-seat-$(echo "$mirror" | md5sum | cut -c1-8)
+	base=$top/root
+	mkdir -p "$top"
+	if [[ ! -d $base ]]; then
+		tmp=$(mktemp -d "$top/.root.XXXXXX")
+		chmod 755 "$tmp"
+		echo "workshop: debootstrap of a Debian 12 seat into $top (once)" >&2
+		unshare -m debootstrap --variant=minbase bookworm "$tmp" "$mirror/debian" \
+			> "$top/debootstrap.log" 2>&1 ||
+			{ tail -20 "$top/debootstrap.log" >&2; rm -rf "$tmp"; die "seat-test: debootstrap failed"; }
+		mv "$tmp" "$base"
+	fi
+	tmp=$(mktemp -d "$top/.run.XXXXXX")
+	t0=$SECONDS
+	# shellcheck disable=SC2016
+	unshare -m -n bash -euo pipefail -c '
+		base=$1 dir=$2 bundle=$3 root=$2/root
+		mkdir -p "$dir"/{up,work,root}
+		mount -t overlay overlay -o "lowerdir=$base,upperdir=$dir/up,workdir=$dir/work" "$root"
+		mount --rbind /dev "$root/dev"
+		mount -t proc proc "$root/proc"
+		mount --rbind /sys "$root/sys"
+		mount -t tmpfs tmpfs "$root/tmp"
+		mount -t tmpfs tmpfs "$root/run"
+		seat() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LANG=C.UTF-8 TERM=dumb bash -euo pipefail -c "$1"; }
+		step() { # $1 = what, $2 = commands in the seat
+			local t=$SECONDS
+			if seat "$2" > "$dir/$1.log" 2>&1; then
+				echo "PASS: workshop seat, offline: $1 ($((SECONDS - t)) s)"
+			else
+				tail -15 "$dir/$1.log"
+				echo "FAIL: workshop seat, offline: $1 (see $dir/$1.log)"
+				exit 1
+			fi
+		}
+		ip link show | grep -q "state UP" && { echo "FAIL: the seat has a network"; exit 1; }
+		tar -C "$root/root" -xf "$bundle"
+		step "scripts/workshop.sh install sets the seat up" \
+			"cd /root/kmodlab && scripts/workshop.sh install"
+		step "make lab LAB=hello, then make -C work/hello builds" \
+			"cd /root/kmodlab && make lab LAB=hello && make -C work/hello"
+		step "make grade LAB=hello grades the fresh tree in the guest" \
+			"cd /root/kmodlab && make grade LAB=hello | grep -E \"^Total: \[[0-6]/7\]\""
+		step "the solution gets full marks (STEP=5)" \
+			"cd /root/kmodlab && make lab LAB=hello STEP=5 DIR=/root/sol && make grade LAB=hello DIR=/root/sol | grep -E \"^Total: \[7/7\]\""
+	' seat "$base" "$tmp" "$bundle"
+	rc=$?
+	echo "workshop: seat test in $((SECONDS - t0)) s (logs in $tmp)" >&2
+	return "$rc"
+}
+
+# make check-full's part: a bundle of this tree, then a seat set up from
+# it, counted as check-all counts.
+check() {
+	local log=$repo/build/workshop/check.log p f
+	mkdir -p "$repo/build/workshop"
+	{
+		if bundle "$repo/build/workshop/kmodlab-workshop.tar"; then
+			echo "PASS: make workshop-bundle ($(du -h "$repo/build/workshop/kmodlab-workshop.tar" | cut -f1))"
+			seat_test "$repo/build/workshop/kmodlab-workshop.tar"
+		else
+			echo "FAIL: make workshop-bundle"
+		fi
+	} 2>&1 | tee "$log"
+	p=$(grep -c '^PASS: ' "$log") f=$(grep -c '^FAIL: ' "$log")
+	((p + f)) || f=1
+	echo "$p passed, $f failed, 0 skipped"
+	((f == 0))
+}
+
+case ${1:-} in
+check)	check ;;
+bundle)	bundle "${2:-}" ;;
+install) install_seat "${2:-}" ;;
+seat-test) seat_test "${2:?usage: scripts/workshop.sh seat-test FILE.tar}" ;;
+*)	echo "usage: scripts/workshop.sh bundle [FILE.tar] | install [DIR] | seat-test FILE.tar" >&2; exit 2 ;;
+esac
