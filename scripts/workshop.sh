@@ -17,17 +17,19 @@
 #
 # install, on a seat (as root, with no network): from the tree the bundle
 # unpacks to, `make workshop-install`. It refuses a seat that is not the
-# bundle's Debian release and architecture; installs the packages the
-# seat lacks from the bundle's files only (apt never downloads); keeps a
-# package the seat has in another version, and says so, except
-# linux-source-KVER, which the kernels were built from and whose exact
-# version it installs (or the kernels would not match it); imports the
+# bundle's Debian release and architecture; installs from the bundle's
+# files only (apt never downloads) the packages the seat lacks, and
+# those it has in an older version (the release's own updates, which the
+# newer packages may depend on); keeps a package the seat has in a newer
+# version, and says so; installs linux-source-KVER in the exact version
+# the kernels were built from (or they would not match it); imports the
 # kernels; and checks every file against the manifest first.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 export KVER=${KVER:-6.12}
 die() { echo "workshop: $*" >&2; exit 1; }
+stage=
 
 # What a seat installs: the deps.sh groups the labs use, and gdb for lab
 # debug (a seat needs no check/stock/deb tools).
@@ -36,27 +38,31 @@ seat_packages() {
 		 printf "%s\n" "${pkgs[@]}"' _ "$here/deps.sh" host kernel vm pkg=gdb pkg=python3
 }
 
-# The packages "$@" need that a minimal Debian (debootstrap minbase:
-# Priority required, and apt) does not have: the recursive Depends and
-# PreDepends, one per line, as name=version of the candidate.
+# The packages "$@" need, with all they depend on (Depends and
+# PreDepends, recursively), one per line as name=version of the
+# candidate. The essential ones every Debian has are in it too: a seat
+# installed from the release's first images has older ones than the
+# packages of today's point release depend on (perl needs its exact
+# perl-base).
 closure() {
 	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
 		--no-breaks --no-replaces --no-enhances "$@" 2>/dev/null |
 		grep -E '^[a-z0-9]' | grep -v ':i386$' | sort -u |
 		xargs apt-cache show --no-all-versions 2>/dev/null |
-		awk '/^Package:/ { p = $2 } /^Priority:/ { pr = $2 } /^Version:/ { v = $2 }
-		     /^$/ { if (p != "" && pr != "required" && p != "apt") print p "=" v; p = pr = v = "" }
-		     END { if (p != "" && pr != "required" && p != "apt") print p "=" v }' | sort -u
+		awk '/^Package:/ { p = $2 } /^Version:/ { v = $2 }
+		     /^$/ { if (p != "") print p "=" v; p = v = "" }
+		     END { if (p != "") print p "=" v }' | sort -u
 }
 
 bundle() {
-	local file=${1:-$repo/kmodlab-workshop.tar} stage top wk p
+	local file=${1:-$repo/kmodlab-workshop.tar} top wk p
 	[[ $file == /* ]] || file=$PWD/$file
 	[[ -d $repo/.git ]] || die "bundle: $repo is not a git checkout"
 	git -C "$repo" diff --quiet HEAD ||
 		echo "workshop: note: uncommitted changes are not in the bundle (it holds HEAD)" >&2
+	mkdir -p "$repo/build"
 	stage=$(mktemp -d "$repo/build/.workshop.XXXXXX")
-	trap 'rm -rf "$stage"' EXIT
+	trap 'rm -rf "${stage:-}"' EXIT
 	top=$stage/kmodlab
 	wk=$top/workshop
 	mkdir -p "$top" "$wk/debs" "$wk/kernels"
@@ -84,8 +90,8 @@ bundle() {
 }
 
 install_seat() {
-	local wk=${1:-$repo/workshop} rel arch src want have deb name ver
-	local -a add=() kept=()
+	local wk=${1:-$repo/workshop} rel arch src want have deb name ver st
+	local -a add=() kept=() upgraded=()
 	[[ $wk == /* ]] || wk=$PWD/$wk
 	[[ -r $wk/MANIFEST ]] || die "install: no $wk/MANIFEST: F= is the workshop/ directory of an unpacked bundle"
 	((EUID == 0)) || die "install: run it as root (it installs packages)"
@@ -101,19 +107,25 @@ install_seat() {
 	for deb in "$wk"/debs/*.deb; do
 		name=$(dpkg-deb -f "$deb" Package)
 		ver=$(dpkg-deb -f "$deb" Version)
-		have=$(dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$name" 2>/dev/null || true)
-		if [[ $have != ii* ]]; then
+		st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$name" 2>/dev/null || true)
+		have=$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)
+		if [[ $st != ii* ]]; then
 			add+=("$deb")
-		elif [[ ${have#ii } != "$ver" ]]; then
-			if [[ $name == "${src%%=*}" ]]; then
-				add+=("$deb")	# the kernels' source: its version, always
-			else
-				kept+=("$name ${have#ii } (the bundle has $ver)")
-			fi
+		elif [[ $have == "$ver" ]]; then
+			continue
+		elif [[ $name == "${src%%=*}" ]]; then
+			add+=("$deb")	# the kernels' source: its version, always
+		elif dpkg --compare-versions "$have" lt "$ver"; then
+			add+=("$deb")
+			upgraded+=("$name $have -> $ver")
+		else
+			kept+=("$name $have (the bundle has $ver)")
 		fi
 	done
+	((${#upgraded[@]} == 0)) ||
+		printf 'workshop: updated from the bundle: %s\n' "${upgraded[@]}" >&2
 	((${#kept[@]} == 0)) ||
-		printf 'workshop: kept as installed: %s\n' "${kept[@]}" >&2
+		printf 'workshop: kept as installed, newer than the bundle: %s\n' "${kept[@]}" >&2
 	if ((${#add[@]})); then
 		echo "workshop: installing ${#add[@]} packages from the bundle (no download)" >&2
 		# apt resolves their order and dependencies, from these files and
@@ -171,13 +183,14 @@ seat_test() {
 		mount -t tmpfs tmpfs "$root/run"
 		seat() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 TERM=dumb bash -euo pipefail -c "$1"; }
+		n=0
 		step() { # $1 = what, $2 = commands in the seat
-			local t=$SECONDS
-			if seat "$2" > "$dir/$1.log" 2>&1; then
+			local t=$SECONDS log=$dir/step$((++n)).log
+			if seat "$2" > "$log" 2>&1; then
 				echo "PASS: workshop seat, offline: $1 ($((SECONDS - t)) s)"
 			else
-				tail -15 "$dir/$1.log"
-				echo "FAIL: workshop seat, offline: $1 (see $dir/$1.log)"
+				tail -15 "$log"
+				echo "FAIL: workshop seat, offline: $1 (see $log)"
 				exit 1
 			fi
 		}
