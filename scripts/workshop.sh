@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 export KVER=${KVER:-6.12}
 die() { echo "workshop: $*" >&2; exit 1; }
-stage=
+stage= seat_top=
 
 # What a seat installs: the deps.sh groups the labs use, and gdb for lab
 # debug (a seat needs no check/stock/deb tools).
@@ -38,20 +38,30 @@ seat_packages() {
 		 printf "%s\n" "${pkgs[@]}"' _ "$here/deps.sh" host kernel vm pkg=gdb pkg=python3
 }
 
-# The packages "$@" need, with all they depend on (Depends and
-# PreDepends, recursively), one per line as name=version of the
-# candidate. The essential ones every Debian has are in it too: a seat
-# installed from the release's first images has older ones than the
-# packages of today's point release depend on (perl needs its exact
-# perl-base).
-closure() {
-	apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
-		--no-breaks --no-replaces --no-enhances "$@" 2>/dev/null |
-		grep -E '^[a-z0-9]' | grep -v ':i386$' | sort -u |
-		xargs apt-cache show --no-all-versions 2>/dev/null |
-		awk '/^Package:/ { p = $2 } /^Version:/ { v = $2 }
-		     /^$/ { if (p != "") print p "=" v; p = v = "" }
-		     END { if (p != "") print p "=" v }' | sort -u
+# A Debian 12 seat as a room has them, made from Debian's archive once
+# and cached (debootstrap minbase: Priority required, and apt, with the
+# release's updates and security archives in its sources): the bundle's
+# packages are what it downloads, and seat-test installs one offline.
+seat_base() {
+	local mirror tmp
+	mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
+	seat_top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/bookworm-seat-$(echo "$mirror" | md5sum | cut -c1-8)
+	[[ -d $seat_top/root ]] && return
+	((EUID == 0)) || die "a Debian 12 seat for the bundle: run it as root (debootstrap, chroot)"
+	"$here/deps.sh" pkg=debootstrap
+	mkdir -p "$seat_top"
+	tmp=$(mktemp -d "$seat_top/.root.XXXXXX")
+	chmod 755 "$tmp"
+	echo "workshop: debootstrap of a Debian 12 seat into $seat_top (once)" >&2
+	unshare -m debootstrap --variant=minbase bookworm "$tmp" "$mirror/debian" \
+		> "$seat_top/debootstrap.log" 2>&1 ||
+		{ tail -20 "$seat_top/debootstrap.log" >&2; rm -rf "$tmp"; die "debootstrap failed"; }
+	cat > "$tmp/etc/apt/sources.list" <<-EOF
+	deb $mirror/debian bookworm main
+	deb $mirror/debian bookworm-updates main
+	deb $mirror/debian-security bookworm-security main
+	EOF
+	mv "$tmp" "$seat_top/root"
 }
 
 bundle() {
@@ -72,11 +82,27 @@ bundle() {
 		PROFILE=$p "$here/kernel.sh" build
 		PROFILE=$p "$here/kernel.sh" export "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
 	done
-	echo "workshop: the packages a seat needs, with their dependencies" >&2
-	mapfile -t want < <(closure $(seat_packages))
-	((${#want[@]})) || die "bundle: apt found no packages (apt-get update first?)"
-	(cd "$wk/debs" && apt-get download "${want[@]}" > "$stage/download.log" 2>&1) ||
-		{ tail -5 "$stage/download.log" >&2; die "bundle: apt-get download failed"; }
+	echo "workshop: the packages a fresh seat downloads (apt, in a Debian 12 seat of the cache)" >&2
+	seat_base
+	# shellcheck disable=SC2016
+	unshare -m bash -euo pipefail -c '
+		base=$1 dir=$2 debs=$3 root=$2/root
+		shift 3
+		mkdir -p "$dir"/{up,work,root} "$root$debs"
+		mount -t overlay overlay -o "lowerdir=$base,upperdir=$dir/up,workdir=$dir/work" "$root"
+		mount --rbind /dev "$root/dev"
+		mount -t proc proc "$root/proc"
+		mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
+		mount --bind "$debs" "$root$debs"
+		chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c "
+			apt-get -q update
+			apt-get -qy install --download-only --no-install-recommends \
+				-o Dir::Cache::archives=$debs $*"
+	' bundle "$seat_top/root" "$stage/seat" "$wk/debs" $(seat_packages) > "$stage/download.log" 2>&1 ||
+		{ tail -15 "$stage/download.log" >&2; die "bundle: apt in the seat could not download the packages"; }
+	rm -rf "$wk/debs/partial" "$wk/debs/lock"
+	want=("$wk"/debs/*.deb)
 	{
 		. /etc/os-release
 		echo "release $VERSION_CODENAME $(dpkg --print-architecture)"
@@ -151,24 +177,14 @@ install_seat() {
 # install, and a student's first loop, lab hello made, built and graded
 # in QEMU. PASS:/FAIL: lines and the seconds each took.
 seat_test() {
-	local bundle=$1 mirror top base tmp t0 rc
+	local bundle=$1 top base tmp t0 rc
 	[[ -r $bundle ]] || die "seat-test: no bundle $bundle (make workshop-bundle)"
 	bundle=$(cd "$(dirname "$bundle")" && pwd)/$(basename "$bundle")
 	((EUID == 0)) || die "seat-test: run it as root (debootstrap, chroot)"
-	"$here/deps.sh" pkg=debootstrap
-	mirror=${KMODLAB_DEBIAN_MIRROR:-http://deb.debian.org}
-	top=${KMODLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kmodlab}/stock/bookworm-seat-$(echo "$mirror" | md5sum | cut -c1-8)
+	seat_base
+	top=$seat_top
 	base=$top/root
-	mkdir -p "$top"
-	if [[ ! -d $base ]]; then
-		tmp=$(mktemp -d "$top/.root.XXXXXX")
-		chmod 755 "$tmp"
-		echo "workshop: debootstrap of a Debian 12 seat into $top (once)" >&2
-		unshare -m debootstrap --variant=minbase bookworm "$tmp" "$mirror/debian" \
-			> "$top/debootstrap.log" 2>&1 ||
-			{ tail -20 "$top/debootstrap.log" >&2; rm -rf "$tmp"; die "seat-test: debootstrap failed"; }
-		mv "$tmp" "$base"
-	fi
+	rm -rf "$top"/.run.*	# the last test's seat (about 1.5 GB)
 	tmp=$(mktemp -d "$top/.run.XXXXXX")
 	t0=$SECONDS
 	# shellcheck disable=SC2016
