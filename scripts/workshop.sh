@@ -88,8 +88,9 @@ bundle() {
 	unshare -m bash -euo pipefail -c '
 		base=$1 dir=$2 debs=$3 root=$2/root
 		shift 3
-		mkdir -p "$dir"/{up,work,root} "$root$debs"
+		mkdir -p "$dir"/{up,work,root}
 		mount -t overlay overlay -o "lowerdir=$base,upperdir=$dir/up,workdir=$dir/work" "$root"
+		mkdir -p "$root$debs"
 		mount --rbind /dev "$root/dev"
 		mount -t proc proc "$root/proc"
 		mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
