@@ -117,7 +117,7 @@ bundle() {
 }
 
 install_seat() {
-	local wk=${1:-$repo/workshop} rel arch src want have deb name ver st
+	local wk=${1:-$repo/workshop} rel arch src want have deb name ver st lists
 	local -a add=() kept=() upgraded=()
 	[[ $wk == /* ]] || wk=$PWD/$wk
 	[[ -r $wk/MANIFEST ]] || die "install: no $wk/MANIFEST: F= is the workshop/ directory of an unpacked bundle"
@@ -155,13 +155,21 @@ install_seat() {
 		printf 'workshop: kept as installed, newer than the bundle: %s\n' "${kept[@]}" >&2
 	if ((${#add[@]})); then
 		echo "workshop: installing ${#add[@]} packages from the bundle (no download)" >&2
-		# apt resolves their order and dependencies, from these files and
-		# what is installed; --no-download makes a missing one an error
-		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download \
-			--no-install-recommends --allow-downgrades "${add[@]}" > "$wk/install.log" 2>&1; then
+		# apt resolves their order and dependencies from these files and
+		# what is installed, and from nothing else: no sources and no
+		# package lists, so a package missing from the bundle is an error,
+		# never a download (--no-download would refuse the files too)
+		lists=$(mktemp -d)
+		mkdir -p "$lists/partial"
+		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			--allow-downgrades -o Dir::Etc::SourceList=/dev/null \
+			-o Dir::Etc::SourceParts="$lists/none" -o Dir::State::Lists="$lists" \
+			"${add[@]}" > "$wk/install.log" 2>&1; then
+			rm -rf "$lists"
 			tail -15 "$wk/install.log" >&2
 			die "install: the packages did not install offline (see $wk/install.log): the seat differs from the machine the bundle was made on"
 		fi
+		rm -rf "$lists"
 	fi
 	want=${src#*=}
 	have=$(dpkg-query -W -f='${Version}' "${src%%=*}")
