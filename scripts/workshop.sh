@@ -95,17 +95,27 @@ bundle() {
 		mount -t proc proc "$root/proc"
 		mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
 		mount --bind "$debs" "$root$debs"
+		# what the seat lacks, as its apt downloads it; and the image'"'"'s own
+		# packages at today'"'"'s versions: a seat installed from an older
+		# point release needs them (libc6-dev wants its exact libc6)
 		chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-			DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c "
+			DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c '"'"'
+			debs=$1
+			shift
 			apt-get -q update
 			apt-get -qy install --download-only --no-install-recommends \
-				-o Dir::Cache::archives=$debs $*"
-	' bundle "$seat_top/root" "$stage/seat" "$wk/debs" $(seat_packages) > "$stage/download.log" 2>&1 ||
+				-o Dir::Cache::archives="$debs" "$@"
+			cd "$debs"
+			apt-get -q download $(dpkg-query -W -f="\${Package}\n")'"'"' _ "$debs" "$@"
+	' bundle "$seat_top/root" "$stage/seat" "$wk/debs" $(seat_packages) \
+		"linux-source-$KVER=$(dpkg-query -W -f='${Version}' "linux-source-$KVER")" \
+		> "$stage/download.log" 2>&1 ||
 		{ tail -15 "$stage/download.log" >&2; die "bundle: apt in the seat could not download the packages"; }
 	rm -rf "$wk/debs/partial" "$wk/debs/lock"
 	want=("$wk"/debs/*.deb)
 	{
-		. /etc/os-release
+		# the seats' release is the image's, which is the host's
+		. "$seat_top/root/etc/os-release"
 		echo "release $VERSION_CODENAME $(dpkg --print-architecture)"
 		echo "kernel $KVER linux-source-$KVER=$(dpkg-query -W -f='${Version}' "linux-source-$KVER")"
 		echo "commit $(git -C "$repo" rev-parse HEAD)"
@@ -113,11 +123,11 @@ bundle() {
 	} > "$wk/MANIFEST"
 	tar -C "$stage" -cf "$file" kmodlab
 	echo "workshop: wrote $file ($(du -h "$file" | cut -f1): ${#want[@]} packages, kernels $KVER default and debug)" >&2
-	echo "  on each seat, as root and offline: tar -xf $(basename "$file") && make -C kmodlab workshop-install" >&2
+	echo "  on each seat, offline: tar -xf $(basename "$file") && sudo kmodlab/scripts/workshop.sh install" >&2
 }
 
 install_seat() {
-	local wk=${1:-$repo/workshop} rel arch src want have deb name ver st lists
+	local wk=${1:-$repo/workshop} rel arch src want have deb name ver st lists a
 	local -a add=() kept=() upgraded=()
 	[[ $wk == /* ]] || wk=$PWD/$wk
 	[[ -r $wk/MANIFEST ]] || die "install: no $wk/MANIFEST: F= is the workshop/ directory of an unpacked bundle"
@@ -134,9 +144,12 @@ install_seat() {
 	for deb in "$wk"/debs/*.deb; do
 		name=$(dpkg-deb -f "$deb" Package)
 		ver=$(dpkg-deb -f "$deb" Version)
-		st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$name" 2>/dev/null || true)
-		have=$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)
-		if [[ $st != ii* ]]; then
+		# this architecture's package (a multiarch seat may have others)
+		a=$(dpkg-deb -f "$deb" Architecture)
+		[[ $a == all ]] && a= || a=:$a
+		st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$name$a" 2>/dev/null || true)
+		have=$(dpkg-query -W -f='${Version}' "$name$a" 2>/dev/null || true)
+		if [[ $st != [ih]i* ]]; then
 			add+=("$deb")
 		elif [[ $have == "$ver" ]]; then
 			continue
@@ -161,10 +174,14 @@ install_seat() {
 		# never a download (--no-download would refuse the files too)
 		lists=$(mktemp -d)
 		mkdir -p "$lists/partial"
+		# --no-remove: installing must never take a package off the seat;
+		# a seat's own edits of configuration files are kept, not asked about
 		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-			--allow-downgrades -o Dir::Etc::SourceList=/dev/null \
-			-o Dir::Etc::SourceParts="$lists/none" -o Dir::State::Lists="$lists" \
-			"${add[@]}" > "$wk/install.log" 2>&1; then
+			--no-remove --allow-downgrades -o DPkg::Lock::Timeout=600 \
+			-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+			-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$lists/none" \
+			-o Dir::State::Lists="$lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+			"${add[@]}" < /dev/null > "$wk/install.log" 2>&1; then
 			rm -rf "$lists"
 			tail -15 "$wk/install.log" >&2
 			die "install: the packages did not install offline (see $wk/install.log): the seat differs from the machine the bundle was made on"
@@ -174,10 +191,16 @@ install_seat() {
 	want=${src#*=}
 	have=$(dpkg-query -W -f='${Version}' "${src%%=*}")
 	[[ $have == "$want" ]] || die "install: ${src%%=*} is $have, the kernels need $want"
+	# into the cache of whoever will run the labs: the user who ran sudo
 	for p in default debug; do
-		PROFILE=$p "$here/kernel.sh" import "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
+		if [[ -n ${SUDO_USER:-} && $SUDO_USER != root ]]; then
+			runuser -u "$SUDO_USER" -- env KVER="$KVER" PROFILE=$p \
+				"$here/kernel.sh" import "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
+		else
+			PROFILE=$p "$here/kernel.sh" import "$wk/kernels/kmodlab-kernel-$KVER-$p.tar.gz"
+		fi
 	done
-	echo "workshop: this seat is ready: make lab-list, make lab LAB=hello" >&2
+	echo "workshop: this seat is ready${SUDO_USER:+ for $SUDO_USER}: make lab-list, make lab LAB=hello" >&2
 }
 
 # A seat as a room has them, made from Debian's archive once and cached
@@ -186,7 +209,7 @@ install_seat() {
 # install, and a student's first loop, lab hello made, built and graded
 # in QEMU. PASS:/FAIL: lines and the seconds each took.
 seat_test() {
-	local bundle=$1 top base tmp t0 rc
+	local bundle=$1 top base tmp t0 rc=0
 	[[ -r $bundle ]] || die "seat-test: no bundle $bundle (make workshop-bundle)"
 	bundle=$(cd "$(dirname "$bundle")" && pwd)/$(basename "$bundle")
 	((EUID == 0)) || die "seat-test: run it as root (debootstrap, chroot)"
@@ -229,8 +252,7 @@ seat_test() {
 			"cd /root/kmodlab && { make grade LAB=hello || true; } > /root/grade.txt 2>&1 && grep -E \"^Total: \[[0-6]/7\]\" /root/grade.txt"
 		step "the solution gets full marks (STEP=5)" \
 			"cd /root/kmodlab && make lab LAB=hello STEP=5 DIR=/root/sol && make grade LAB=hello DIR=/root/sol | grep -E \"^Total: \[7/7\]\""
-	' seat "$base" "$tmp" "$bundle"
-	rc=$?
+	' seat "$base" "$tmp" "$bundle" || rc=$?
 	echo "workshop: seat test in $((SECONDS - t0)) s (logs in $tmp)" >&2
 	return "$rc"
 }

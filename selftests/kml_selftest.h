@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,5 +102,37 @@ static inline int kml_run(const char *cmd, char *out, size_t outlen)
 		 bin_ ? bin_ : ".", ##__VA_ARGS__);			\
 	kml_run(cmd, out, sizeof(out));					\
 })
+
+/*
+ * Appends to @log (NUL-terminated, @len bytes of room) the kernel log's
+ * records read from @fd (/dev/kmsg, O_NONBLOCK) since the last call, as
+ * "<level> <text>\n" lines.
+ */
+static inline void kml_kmsg_drain(int fd, char *log, size_t len)
+{
+	size_t used = strlen(log);
+	char rec[8192];
+
+	for (;;) {
+		ssize_t n = read(fd, rec, sizeof(rec) - 1);
+		char *text, *nl;
+
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten before we read them */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		/* "prefix,seq,usec,flags;text\n" plus continuation lines */
+		text = strchr(rec, ';');
+		if (!text)
+			continue;
+		nl = strchr(++text, '\n');
+		if (nl)
+			*nl = '\0';
+		if (used < len)
+			used += snprintf(log + used, len - used, "%d %s\n",
+					 atoi(rec) & 7, text);
+	}
+}
 
 #endif /* KML_SELFTEST_H */

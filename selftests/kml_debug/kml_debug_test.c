@@ -23,33 +23,6 @@
 #define LOOKUP	"/sys/module/kml_debug/parameters/lookup"
 #define LOGLEN	65536
 
-/* The kernel log's records since the last call, as "<level> <text>\n" lines. */
-static void kmsg_drain(int fd, char *log, size_t len)
-{
-	size_t used = strlen(log);
-	char rec[8192];
-
-	for (;;) {
-		ssize_t n = read(fd, rec, sizeof(rec) - 1);
-		char *text, *nl;
-
-		if (n < 0 && errno == EPIPE)
-			continue;	/* records overwritten before we read them */
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		text = strchr(rec, ';');
-		if (!text)
-			continue;
-		nl = strchr(++text, '\n');
-		if (nl)
-			*nl = '\0';
-		if (used < len)
-			used += snprintf(log + used, len - used, "%d %s\n",
-					 atoi(rec) & 7, text);
-	}
-}
-
 /* Writes @len bytes of @text to the lookup parameter: 0 or -errno. */
 static int lookup(const char *text, size_t len)
 {
@@ -143,7 +116,7 @@ FIXTURE_TEARDOWN(debug)
 	free(self->log);
 }
 
-#define DRAIN() kmsg_drain(self->kmsg, self->log, LOGLEN)
+#define DRAIN() kml_kmsg_drain(self->kmsg, self->log, LOGLEN)
 
 /* Step 1: a name the table lacks is refused (-EINVAL), whatever the name. */
 TEST_F(debug, unknown_name_is_refused)

@@ -28,34 +28,6 @@
 #define PARAMS	SYSMOD "/parameters/"
 #define LOGLEN	65536
 
-/* The kernel log's records since the last call, as "<level> <text>\n" lines. */
-static void kmsg_drain(int fd, char *log, size_t len)
-{
-	size_t used = strlen(log);
-	char rec[8192];
-
-	for (;;) {
-		ssize_t n = read(fd, rec, sizeof(rec) - 1);
-		char *text, *nl;
-
-		if (n < 0 && errno == EPIPE)
-			continue;	/* records overwritten before we read them */
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		/* "prefix,seq,usec,flags;text\n" plus continuation lines */
-		text = strchr(rec, ';');
-		if (!text)
-			continue;
-		nl = strchr(++text, '\n');
-		if (nl)
-			*nl = '\0';
-		if (used < len)
-			used += snprintf(log + used, len - used, "%d %s\n",
-					 atoi(rec) & 7, text);
-	}
-}
-
 /*
  * kml_hello's lines in @log at level @maxlevel or more urgent that
  * contain @needle, case ignored.
@@ -207,7 +179,7 @@ FIXTURE_TEARDOWN(hello)
 	free(self->log);
 }
 
-#define DRAIN() kmsg_drain(self->kmsg, self->log, LOGLEN)
+#define DRAIN() kml_kmsg_drain(self->kmsg, self->log, LOGLEN)
 #define CLEAR() (self->log[0] = '\0')
 
 /* Step 1: init greets once by default, exit says goodbye once. */
