@@ -152,13 +152,18 @@ static void stop_all(struct recorder *r)
 		memcpy(f->stop.func, f->attr.func, sizeof(f->stop.func));
 		f->stop.ring_fd = -1;
 		if (ioctl(r->fd, KML_PROBE_IOC_RECORD, &f->stop)) {
-			/* Detached meanwhile (-ESRCH): the probe is not ours now. */
+			/*
+			 * -ENOENT: detached meanwhile; -ESRCH: attached again
+			 * since, or stopped. Either way the probe is not ours.
+			 */
 			f->ended = 1;
 			f->ours = 0;
 			memset(&f->stop, 0, sizeof(f->stop));
 			fprintf(stderr, "%s: the recording of %s was ended by someone else (%s): its totals are unknown\n",
 				kml_prog, f->attr.func,
-				errno == ESRCH ? "detached?" : strerror(errno));
+				errno == ENOENT ? "its probe was detached" :
+				errno == ESRCH ? "stopped, or detached and attached again" :
+				strerror(errno));
 		}
 		f->recording = 0;
 	}

@@ -2803,6 +2803,55 @@ TEST_F_TIMEOUT(record, client_recording_ended_by_a_detach, 600)
 	EXPECT_NE(NULL, strstr(out, "ended by someone else")) TH_LOG("%s", out);
 }
 
+/*
+ * The same, with the function left detached: stopping the recording is
+ * -ENOENT, and the recorder's line says the probe was detached (it said
+ * "No such file or directory").
+ */
+TEST_F_TIMEOUT(record, client_says_a_detach_ended_its_recording, 600)
+{
+	char path[512], text[4096] = "";
+	double end;
+	pid_t rec;
+	int status, fd;
+	ssize_t n = 0;
+
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	rec = fork();
+	ASSERT_LE(0, rec);
+	if (rec == 0) {
+		fd = open("d.err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		snprintf(path, sizeof(path), "%s/kml-probe", getenv("KMODLAB_BIN"));
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execl(path, "kml-probe", "record", "-o", "d.data", "-a", "1", TARGET,
+		      (char *)NULL);
+		_exit(127);
+	}
+	end = now_s() + 60;
+	while (!strstr(text, "recording") && now_s() < end) {
+		usleep(20000);
+		fd = open("d.err", O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? 0 : read(fd, text, sizeof(text) - 1);
+		text[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+	}
+	ASSERT_NE(NULL, strstr(text, "recording")) TH_LOG("%s", text);
+	ASSERT_EQ(0, call(self->fd, 1, 10, 0, 0));
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	ASSERT_EQ(0, kill(rec, SIGINT));
+	ASSERT_EQ(rec, waitpid(rec, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(1, WEXITSTATUS(status));
+	fd = open("d.err", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	EXPECT_NE(NULL, strstr(text, "ended by someone else (its probe was detached)")) TH_LOG("%s", text);
+}
+
 /* A command that ignores SIGTERM does not hold the recorder forever. */
 TEST_F_TIMEOUT(record, client_interrupted_while_its_command_ignores_sigterm, 600)
 {
