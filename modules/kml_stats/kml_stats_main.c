@@ -123,10 +123,10 @@ void kml_stats_reset_locked(struct kml_stats_set *set)
 	int cpu;
 
 	lockdep_assert_held(&kml_stats_lock);
-	/* LAB stats 4: reset without writing to any CPU's counters, which
-	 * their CPUs may be adding to right now: record each slot's sum over
-	 * all possible CPUs (kml_slot_read()) as its baseline in base[],
-	 * which kml_stats_slot_sum() subtracts; then call the owner's on_reset
+	/* LAB stats 4: make every statistic of the set read 0 from now on,
+	 * as readers see it (kml_stats_slot_sum()), without writing to any
+	 * CPU's counters: their CPUs may be adding to them right now, with
+	 * no lock. Then let the set's owner reset its own state (on_reset)
 	 */
 	for (slot = 0; slot < set->nslots; slot++) {
 		sum = 0;
@@ -169,8 +169,8 @@ static void *kml_seq_start(struct seq_file *m, loff_t *pos)
 	mutex_lock(&kml_stats_lock);
 	/* LAB stats 2: find record *pos afresh, as after every read() the
 	 * sets may have changed: SEQ_START_TOKEN for 0 (the header), else
-	 * walk kml_stats_sets to the (*pos - 1)th statistic and point the cursor at
-	 * it; NULL past the end
+	 * walk kml_stats_sets to the (*pos - 1)th statistic and point the
+	 * cursor at it; NULL past the end
 	 */
 	if (left == 0)
 		return SEQ_START_TOKEN;
@@ -228,7 +228,8 @@ static int kml_seq_show(struct seq_file *m, void *v)
 	 * "# kmodlab-stats <version>" for SEQ_START_TOKEN, else
 	 * "<set> <name> counter <value>" or, for a histogram,
 	 * "<set> <name> hist <count> <sum>" then " <k>:<n>" for each
-	 * non-empty bucket (values from kml_stats_slot_sum(), kml_stats_hist_fill())
+	 * non-empty bucket (values from kml_stats_slot_sum(),
+	 * kml_stats_hist_fill())
 	 */
 	if (v == SEQ_START_TOKEN) {
 		seq_printf(m, "# kmodlab-stats %d\n", KML_STATS_FORMAT_VERSION);
@@ -281,9 +282,10 @@ static ssize_t kml_stats_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 static const struct proc_ops kml_stats_proc_ops = {
 	/* LAB stats 1: a proc file takes struct proc_ops (since 5.6), not
-	 * file_operations: open with kml_stats_open(), read through
-	 * kml_stats_read_iter(), seek and release with seq_file's helpers
-	 * (seq_lseek, seq_release_private)
+	 * file_operations. Choose the operations of the stats file: the open
+	 * that gives each reader its own cursor and the read that counts read
+	 * sizes are written above; seeking and release are seq_file's, the
+	 * release being the one that frees what that open allocated
 	 */
 	.proc_open	= kml_stats_open,
 	.proc_read_iter	= kml_stats_read_iter,
@@ -333,15 +335,14 @@ static ssize_t kml_ctl_write(struct file *file, const char __user *ubuf,
 	struct kml_ctl_cmd cmd;
 	int ret;
 
-	/* LAB stats 3: the file is world-writable so that the unprivileged
-	 * get -EPERM from write(), not a permission error at open(): refuse
-	 * unless both the opener (file_ns_capable()) and the caller
-	 * (capable()) have CAP_SYS_ADMIN, so a privileged program handed a
-	 * descriptor cannot be tricked into writing for another. Then
-	 * -EINVAL for an empty write or one too long for buf, -EFAULT if
-	 * copy_from_user() fails; NUL-terminate, parse with kml_ctl_parse()
-	 * (-EINVAL on anything but "reset" or "reset <set>") and apply with
-	 * kml_ctl_apply()
+	/* LAB stats 3: the file is world-writable, so the privilege check is
+	 * here, first, before the data is looked at (-EPERM): only a writer
+	 * with CAP_SYS_ADMIN may reset, and a privileged program handed an
+	 * unprivileged user's descriptor must not write for that user, so
+	 * decide whose privilege counts. Then bring the command into buf
+	 * safely: nothing, or more than fits with the NUL you add, is
+	 * -EINVAL, a bad user pointer -EFAULT. Parse it (kml_ctl_parse()) and
+	 * apply it (kml_ctl_apply()); their errors are the write's
 	 */
 	if (!file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN) ||
 	    !capable(CAP_SYS_ADMIN)) {
@@ -390,10 +391,12 @@ static int __init kml_stats_init(void)
 	if (ret)
 		goto err_self;
 
-	/* LAB stats 1: create the directory /proc/kmodlab (proc_mkdir()) and
-	 * in it "stats" (0444, kml_stats_proc_ops) and "control" (0666,
-	 * kml_ctl_proc_ops) with proc_create(); either returns NULL on
-	 * failure: -ENOMEM, undoing what was done (err_proc, err_demo)
+	/* LAB stats 1: publish the directory /proc/kmodlab and in it "stats"
+	 * (kml_stats_proc_ops), which anyone may read and no one write, and
+	 * "control" (kml_ctl_proc_ops), which anyone may open for writing, so
+	 * that step 3 answers the unprivileged with -EPERM rather than open()
+	 * failing: choose the modes. procfs says failure with NULL: return
+	 * -ENOMEM then, leaving nothing behind (err_proc, err_demo)
 	 */
 	ret = -ENOMEM;
 	kml_proc_dir = proc_mkdir("kmodlab", NULL);
