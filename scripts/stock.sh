@@ -12,8 +12,8 @@
 # build virtio as modules, so the host's / comes over virtiofs) and runs
 # the same selftests as `make check`. No gcov there, so no coverage; the
 # modules are unsigned, so loading them taints the kernel, nothing more.
-# 6.1 and 6.12 are Debian 12's (6.12 from bookworm-backports): the headers
-# are installed on this host. deb13 is Debian 13's own 6.12 and deb13-bpo
+# 6.1 and 6.12 are Debian 12's (6.12 from bookworm-backports): their
+# headers are unpacked in the cache, not installed. deb13 is Debian 13's own 6.12 and deb13-bpo
 # the newest of trixie-backports: their headers need Debian 13's glibc, so
 # the modules the selftests load are the ones DKMS builds from the
 # kmodlab-dkms package in a Debian 13 chroot (scripts/trixie-root.sh).
@@ -78,9 +78,6 @@ if [[ -z $abi ]]; then
 	finish
 fi
 echo "stock kernel: $abi"
-if ((!deb13)); then
-	"$here/deps.sh" "pkg=linux-headers-$abi" || { bad "install linux-headers-$abi"; finish; }
-fi
 
 # The image, unpacked (never installed: this machine's boot is not ours).
 dir=$cache/$abi
@@ -122,7 +119,31 @@ if [[ ! -s $dir/initrd.gz ]]; then
 	rm -rf "$ird"
 fi
 
+# what this host has of Debian's kernel packages: a run changes none
+host_kernel_pkgs() { dpkg-query -W -f '${Package} ${Status}\n' 'linux-image-*' 'linux-headers-*' 2>/dev/null | sort; }
+host_before=$(host_kernel_pkgs)
+# Debian 12's headers, unpacked beside the image and never installed:
+# 6.12's depend on its image, which apt would put in this host's /boot.
+# They are the flavour's tree, the common one it includes and the kbuild
+# tools, with the one absolute path (the flavour's Makefile's include)
+# made to point here.
 kdir=/usr/src/linux-headers-$abi
+if ((!deb13)); then
+	hdr=$cache/hdr-$abi
+	kdir=$hdr/usr/src/linux-headers-$abi
+	if [[ ! -e $kdir/.kmodlab-unpacked ]]; then
+		rm -rf "$hdr"
+		mkdir -p "$hdr/deb"
+		mapfile -t hparts < <("${apt_cache[@]}" show --no-all-versions "linux-headers-$abi" |
+			sed -n 's/^Depends: //p' | tr ',|' '\n' | awk '$1 ~ /^linux-(headers|kbuild)-/ { print $1 }')
+		(cd "$hdr/deb" && "${apt_get[@]}" download "linux-headers-$abi" "${hparts[@]}") > /dev/null 2>&1 ||
+			{ bad "apt-get download linux-headers-$abi ${hparts[*]}"; finish; }
+		for f in "$hdr"/deb/*.deb; do dpkg-deb -x "$f" "$hdr"; done
+		rm -rf "$hdr/deb"
+		sed -i "s|^include /usr/src/|include $hdr/usr/src/|" "$kdir/Makefile"
+		touch "$kdir/.kmodlab-unpacked"
+	fi
+fi
 # the Makefile names a KDIR build after the tree's release (6.1's is its
 # upstream version, 6.1.192, not the package's ABI name)
 kbuild=$repo/build/kmod/$(cat "$kdir/include/config/kernel.release" 2>/dev/null)
@@ -194,6 +215,12 @@ else
 	tail -20 "$repo/build/stock-$series-build.log"
 	bad "build against linux-headers-$abi"
 	finish
+fi
+if [[ $(host_kernel_pkgs) == "$host_before" ]]; then
+	ok "this host's kernel packages are as they were (headers unpacked in the cache, no image in /boot)"
+else
+	diff <(echo "$host_before") <(host_kernel_pkgs)
+	bad "the build changed this host's linux-image/linux-headers packages"
 fi
 if ((!deb13)); then
 	# `make install` as a packager runs it (DESTDIR) against these headers,
