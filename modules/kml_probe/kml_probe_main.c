@@ -136,10 +136,14 @@ static void kml_publish_last(struct kml_fn *fn, const struct kml_inst *in,
 {
 	unsigned long flags;
 
-	/* LAB probe 3: publish in->args and @ret as fn->last without ever
-	 * waiting: raw_spin_trylock_irqsave() on fn->last_lock (busy: count
-	 * ST_LAST_LOST and give up), then write inside fn->last_seq's
-	 * raw_write_seqcount_begin()/end() so that kml_read_last() retries.
+	/* LAB probe 3: publish in->args and @ret as fn->last, the one
+	 * record every CPU's handlers share. Two rules: a reader
+	 * (kml_read_last(), which takes no lock) never keeps half of one
+	 * call and half of another, and this handler never waits, since
+	 * what it would wait for may be the code it interrupted. So keep
+	 * writers apart with fn->last_lock without ever spinning on it (a
+	 * record that cannot be published at once is dropped and counted
+	 * as ST_LAST_LOST), and let readers see a write with fn->last_seq.
 	 */
 	if (!raw_spin_trylock_irqsave(&fn->last_lock, flags)) {
 		kml_stats_inc(fn->stats, ST_LAST_LOST);
@@ -285,11 +289,13 @@ int kml_probe_fn_register(struct kml_fn *fn)
 		ret = register_kprobe(&fn->kp);
 	} else {
 		/* LAB probe 1: plant a kretprobe on the function named
-		 * cfg.func: kml_entry() as its entry_handler, kml_return() as
-		 * its handler, a struct kml_inst of instance data per call
-		 * (data_size), cfg.maxactive instances; register_kretprobe().
-		 * For maxactive 0 the kernel picks a default: report it back
-		 * in cfg.maxactive.
+		 * cfg.func, with kml_entry() and kml_return() as its two
+		 * handlers, and leave register_kretprobe()'s result in ret.
+		 * Size it: how much private memory each call in flight needs
+		 * (what kml_entry() leaves for kml_return()), and how many
+		 * calls may be in flight (what the caller asked, cfg.maxactive;
+		 * 0 lets the kernel choose, and GET must report the number in
+		 * force, so leave it in cfg.maxactive).
 		 */
 		fn->krp.kp.symbol_name = fn->cfg.func;
 		fn->krp.entry_handler = kml_entry;
