@@ -35,9 +35,20 @@ ifneq ($(KMODLAB_TESTS),1)
 export KMODLAB_NO_TESTS := 1
 endif
 endif
-# kselftest_harness.h comes from the kernel source tree, never the repo:
-# always 6.12's, whatever kernel the tests run on (6.1's lacks -r/-T).
-KSRC    ?= $(shell KVER=6.12 $(KSCRIPT) src)
+# kselftest_harness.h comes from a kernel source tree, never the repo:
+# KSRC=, else the tree KDIR= names when it is a source tree (a kernel of
+# your own: no Debian package needed), else 6.12's from Debian's
+# linux-source, whatever kernel the tests run on (6.1's lacks -r/-T).
+ifeq ($(origin KSRC),undefined)
+KDIR_HARNESS := $(if $(KDIR_DEP),,$(firstword $(wildcard \
+	$(KDIR)/tools/testing/selftests/kselftest_harness.h \
+	$(KDIR)/source/tools/testing/selftests/kselftest_harness.h)))
+ifneq ($(KDIR_HARNESS),)
+KSRC    := $(KDIR_HARNESS:%/tools/testing/selftests/kselftest_harness.h=%)
+else
+KSRC     = $(shell KVER=6.12 $(KSCRIPT) src)
+endif
+endif
 
 CC      ?= gcc
 # What `kml-x --version` says: the release (dkms.conf's, as for the
