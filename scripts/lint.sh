@@ -50,6 +50,13 @@ else
 	echo "$abi_bad"
 	bad "kmodlab(4): ABI versions and ioctl numbers as in uapi/"
 fi
+# and the errors each device gives: the ones its header documents
+if errno_bad=$("$here/doc-errno.sh" 2>&1); then
+	ok "kmodlab(4), docs/modules.md: every device's error names are in its uapi header"
+else
+	echo "$errno_bad"
+	bad "kmodlab(4), docs/modules.md: every device's error names are in its uapi header"
+fi
 if [[ -z $spdx_bad ]]; then
 	ok "SPDX licence tags (LICENSE)"
 else

@@ -6,7 +6,8 @@
  * The device is one node for every namespace: a file acts on the network
  * namespace its opener was in at open() time, the way a socket belongs to
  * the namespace it was created in. Changing or listing rules needs
- * CAP_NET_ADMIN in the user namespace that owns that network namespace.
+ * CAP_NET_ADMIN in the user namespace that owns that network namespace
+ * (-EPERM otherwise).
  *
  * The filter sees packets at three points: LOCAL_IN (to this host),
  * LOCAL_OUT (from this host) and FORWARD (routed through it, when the

@@ -54,8 +54,11 @@
 #define KML_PROBE_S_REDACTED	0x2U
 
 /**
- * struct kml_probe_attach - what to probe and how (KML_PROBE_IOC_ATTACH)
- * @func: kernel function name, NUL-terminated ("mod:func" also works).
+ * struct kml_probe_attach - what to probe and how (KML_PROBE_IOC_ATTACH:
+ *	-EEXIST if @func is attached already, -ENOSPC beyond
+ *	%KML_PROBE_MAX_FUNCS functions)
+ * @func: kernel function name, NUL-terminated ("mod:func" also works;
+ *	-ENOENT if there is no such symbol).
  *	A timing probe needs a function entry: compiler-split parts such as
  *	"foo.cold" are refused (-EINVAL); %KML_PROBE_F_COUNT_ONLY takes them,
  *	but not with %KML_PROBE_F_ARG (no arguments in the middle of a body)

@@ -173,7 +173,8 @@ struct kml_sensor_inject {
  * records; each file reads them at its own pace, and a file that falls
  * further behind misses the oldest: its next record says how many in
  * @lost, so a reader always knows where the gap is. read() returns whole
- * records only; a buffer smaller than one record is -EINVAL.
+ * records only; a buffer smaller than one record is -EINVAL. With none
+ * queued, read() waits, or is -EAGAIN on an O_NONBLOCK file.
  */
 struct kml_sensor_event {
 	__u64 timestamp_ns;
