@@ -44,14 +44,11 @@
  * ring with no bounce buffer; and interrupts are off for at most one
  * record's copy (64 KiB) per ring.
  *
- * This file is the mechanism the ring lab teaches: sizing a ring,
- * mapping it, reserving and publishing records, waking and poll(). The
- * rest is handed over complete: the page budgets (kml_ring_budget.c),
- * the API other modules write with (kml_ring_api.c), the built-in
- * producer (kml_ring_producer.c), read() (kml_ring_read.c), and open,
- * the ioctls and release (kml_ring_ctl.c), all sharing struct kml_ring
- * and its write lock (kml_ring_priv.h); the index arithmetic, which
- * userspace builds too, is kml_ring_logic.c.
+ * This file is the mechanism the ring lab teaches. The rest is handed
+ * over complete: the page budgets (kml_ring_budget.c), the API other
+ * modules write with (kml_ring_api.c), the built-in producer
+ * (kml_ring_producer.c), read() (kml_ring_read.c), open, the ioctls and
+ * release (kml_ring_ctl.c), sharing struct kml_ring (kml_ring_priv.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -159,11 +156,12 @@ struct kml_ring_rec *kml_ring_reserve_locked(struct kml_ring *r,
 void kml_ring_publish_locked(struct kml_ring *r)
 {
 	lockdep_assert_held(&r->wlock);
-	/* LAB ring 3: nothing while a reserved record is still being filled
-	 * (filling); else move head to resv with smp_store_release(), both
-	 * the kernel's copy (read() loads it) and the consumer's in the
-	 * control page, so that whoever load-acquires the new head also sees
-	 * the records written before it; then show produced there too
+	/* LAB ring 3: show the records reserved so far (up to resv) to
+	 * read(), which loads r->head, and to the process, which reads head
+	 * and produced on the control page. Whoever sees a new head must
+	 * see the records before it, on any CPU (x86 hides a plain store's
+	 * bug); and none may show while one reserved earlier is still being
+	 * filled outside the lock (filling): it would be half written
 	 */
 	if (r->filling)
 		return;
@@ -187,10 +185,12 @@ void kml_ring_publish_locked(struct kml_ring *r)
 bool kml_ring_need_wake_locked(struct kml_ring *r)
 {
 	lockdep_assert_held(&r->wlock);
-	/* LAB ring 4: wake nobody unless someone is on the queue
-	 * (waitqueue_active()); always for a blocked read() (read_waiters);
-	 * for an armed poller only once the watermark's bytes wait between
-	 * head and kml_tail_locked(), disarming it
+	/* LAB ring 4: should this writer wake the queue? A wake-up costs a
+	 * sleeper a trip through the scheduler: give sleepers what they wait
+	 * for and no more. A consumer that never sleeps costs none; a
+	 * blocked read() (read_waiters) wants any record; a poller that
+	 * armed the ring (poll_armed) wants one once the watermark's bytes
+	 * wait, however many records land before it polls again
 	 */
 	/* No barrier needed: sleepers queue before they take wlock to check. */
 	if (!waitqueue_active(&r->wq))
@@ -229,14 +229,14 @@ int kml_ring_set_size_locked(struct kml_ring *r, u32 npages)
 	if (atomic_read(&r->mapped) || r->producer)
 		return -EBUSY;
 
-	/* LAB ring 1: charge n = npages + 1 pages (pages[0] is the control
-	 * page) to the module's budget (kml_ring_budget_take()) and to the
-	 * opener's (kml_ring_user_take(); r->unlimited lifts its limit)
-	 * before the old ring is freed; allocate the page array and zeroed
-	 * pages charged to the opener's memory cgroup (GFP_KERNEL_ACCOUNT),
-	 * and vmap() the data pages into one contiguous kernel view. On
-	 * failure free what was allocated (kml_ring_free_pages()) and give
-	 * back what was taken (unbudget, unbudget_global)
+	/* LAB ring 1: get the n = npages + 1 pages (pages[0] is the
+	 * control page) and one contiguous kernel view of the data, so a
+	 * record spanning two pages is one memcpy(). Any user may open the
+	 * device: charge the opener's memory cgroup and both budgets
+	 * (kml_ring_budget.c; r->unlimited is the opener's CAP_IPC_LOCK, not
+	 * the caller's), before the old ring goes (a resize holds both).
+	 * The pages will be mapped to user space: no stale data. On failure
+	 * leave nothing allocated or taken (labels below return the budgets)
 	 */
 	n = npages + 1;
 	ret = kml_ring_budget_take(n, r->unlimited);
@@ -323,10 +323,10 @@ static vm_fault_t kml_vm_fault(struct vm_fault *vmf)
 	struct kml_ring *r = vmf->vma->vm_private_data;
 	struct page *page;
 
-	/* LAB ring 2: hand the faulting address its page: file page pgoff
-	 * is r->pages[pgoff] (0 the control page, then the data), anything
-	 * past them VM_FAULT_SIGBUS; take a reference for the mapping
-	 * (get_page()) and return it in vmf->page
+	/* LAB ring 2: a mapping's first touch of each page lands here:
+	 * give the kernel the ring's page behind file page pgoff (control
+	 * page, then data, as mmap() lays them out), a bus error beyond. The
+	 * page must live as long as the mapping shows it, ring freed or not
 	 */
 	/* The buffer cannot change while mapped (SET_SIZE says -EBUSY). */
 	if (vmf->pgoff > r->npages)
@@ -355,15 +355,14 @@ static int kml_ring_mmap(struct file *file, struct vm_area_struct *vma)
 	int ret = -EINVAL;
 
 	mutex_lock(&r->lock);
-	/* LAB ring 2: -EINVAL unless the ring is sized, the mapping shared
-	 * and not executable, and it is the control page (offset 0, one
-	 * page) or the whole data area (offset one page, r->size bytes); the
-	 * data is never writable: -EPERM for VM_WRITE, and clear VM_MAYWRITE
-	 * so that mprotect() cannot add it. Clear VM_MAYEXEC, set
-	 * VM_DONTEXPAND | VM_DONTDUMP: with vm_flags_clear() and
-	 * vm_flags_set(), as vm_flags is read-only since 6.3 (kml_compat.h
-	 * has them for 6.1). Install kml_ring_vm_ops and the ring, and count
-	 * the mapping: kml_vm_open(), ST_MMAPS
+	/* LAB ring 2: which mappings a process may make, and what they may
+	 * become. A sized ring only, shared, never executable: the control
+	 * page (offset 0, one page) or all the data (offset one page,
+	 * r->size bytes), else -EINVAL. The data is the producer's: -EPERM
+	 * if writable, and no mprotect() may make it so. No ring mapping
+	 * grows with mremap() or lands in a core dump. Serve an accepted one
+	 * with kml_ring_vm_ops, counted like its later copies (no resize
+	 * while mapped) and in ST_MMAPS
 	 */
 	/*
 	 * VM_MAYSHARE, not VM_SHARED: the kernel clears VM_SHARED on a
@@ -430,10 +429,10 @@ static __poll_t kml_ring_poll(struct file *file, poll_table *wait)
 {
 	struct kml_ring *r = file->private_data;
 
-	/* LAB ring 4: put the caller on r->wq with poll_wait() first, then
-	 * check, arming the ring for the watermark (kml_ring_readable()):
-	 * EPOLLIN | EPOLLRDNORM if readable, else 0. Check first, and a
-	 * record published in between would wake nobody
+	/* LAB ring 4: EPOLLIN | EPOLLRDNORM once the watermark's bytes wait,
+	 * else 0, and then a writer must wake this poller when they do
+	 * (kml_ring_readable() checks and arms). Of queueing on r->wq and
+	 * checking, one order loses a record published in between
 	 */
 	/* Queued first, then checked and armed under wlock. */
 	poll_wait(file, &r->wq, wait);
