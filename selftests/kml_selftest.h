@@ -104,6 +104,18 @@ static inline int kml_run(const char *cmd, char *out, size_t outlen)
 })
 
 /*
+ * The same with its standard output on /dev/full (stderr kept), at most
+ * 60 s: a client must say it could not write and exit 1, not 0, and a
+ * loop must stop (timeout's 124 if it does not).
+ */
+#define KML_CLIENT_FULL(client, fmt, ...) ({				\
+	const char *bin_ = getenv("KMODLAB_BIN");			\
+	snprintf(cmd, sizeof(cmd), "timeout 60 %s/" client " " fmt	\
+		 " 2>&1 >/dev/full", bin_ ? bin_ : ".", ##__VA_ARGS__);	\
+	kml_run(cmd, out, sizeof(out));					\
+})
+
+/*
  * Appends to @log (NUL-terminated, @len bytes of room) the kernel log's
  * records read from @fd (/dev/kmsg, O_NONBLOCK) since the last call, as
  * "<level> <text>\n" lines.

@@ -2012,6 +2012,11 @@ TEST_F_TIMEOUT(filter, client, 120)
 	EXPECT_EQ(0, CLIENT("add drop in udp dport 9000"));
 	EXPECT_EQ(0, CLIENT("add --at 1 accept in tcp src 10.99.0.0/24 dport 8080"));
 	EXPECT_EQ(0, CLIENT("policy drop"));
+	/* a list it cannot write: an error */
+	ASSERT_EQ(0, enter(self->n.a));
+	EXPECT_EQ(1, KML_CLIENT_FULL("kml-filter", "list"));
+	ASSERT_EQ(0, enter(self->n.orig));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
 	EXPECT_EQ(0, udp_through(&self->n, 0, PORT_UDP, 7, 0));
 	/* `list -v` below shows them: wait until they are all counted */
 	EXPECT_EQ(7, rule_packets(self->fa, 1, 7));

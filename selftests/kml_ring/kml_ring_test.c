@@ -1396,6 +1396,17 @@ TEST(close_then_signal_ends_a_blocked_wait)
 }
 
 /* Item 7: a read-only file could not map, and read(fd, buf, 0) blocked. */
+/* The client's output it cannot write is an error (it exited 0). */
+TEST(client_output_that_cannot_be_written)
+{
+	char cmd[1024], out[4096];
+
+	ASSERT_EQ(0, reload_ring());
+	EXPECT_EQ(0, KML_CLIENT("kml-ring", "stat")) TH_LOG("%s", out);
+	EXPECT_EQ(1, KML_CLIENT_FULL("kml-ring", "stat"));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
+}
+
 TEST(read_only_consumers)
 {
 	struct sigaction sa = { .sa_handler = on_signal };

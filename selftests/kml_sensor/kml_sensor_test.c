@@ -1468,6 +1468,11 @@ TEST_F_TIMEOUT(dev, client, 300)
 	EXPECT_STREQ("50 ms\n", out);
 	EXPECT_EQ(0, CLIENT("watch -c 2"));
 	EXPECT_NE(NULL, strstr(out, "probe3")) TH_LOG("%s", out);
+	/* output it cannot write: an error, and a watch that stops */
+	EXPECT_EQ(1, KML_CLIENT_FULL("kml-sensor", "read"));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
+	EXPECT_EQ(1, KML_CLIENT_FULL("kml-sensor", "watch"));
+	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
 	/*
 	 * wait: an alarm arrives once the client has the device open (not
 	 * after a guessed delay, which a busy host can outlast).
