@@ -72,7 +72,7 @@ FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
 GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
-	bench bench-build install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
+	bench bench-build lint-host install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
 	check-stock check-loaded gdb decode \
 	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
 	workshop-bundle workshop-install \
@@ -108,6 +108,8 @@ help:
 	@echo 'make coverage FROM=F  lcov report from counters kml-gcov-collect gathered (any kernel)'
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
+	@echo 'make lint-host  the same without the module build and sparse: no kernel is built'
+	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules  the modules for the running kernel'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make bench-build  the benchmarks built, not run'
 	@echo 'make vm         interactive guest shell with the modules built'
@@ -460,6 +462,10 @@ check-stock:
 
 lint:
 	$(TOP)/scripts/lint.sh
+
+# the same without the module build and sparse: no kernel to build first
+lint-host:
+	$(TOP)/scripts/lint.sh --host
 
 # ---- workshop labs (labs/README.md) ----
 # make lab LAB=<name> [STEP=n] [DIR=work/<name>] [FORCE=1]: a student tree
