@@ -27,12 +27,11 @@
  * A platform device stands in for the hardware and parents both the misc
  * and the hwmon device, as a real platform sensor driver's would.
  *
- * This file is the character device the lab teaches: the dispatcher and
- * the handlers it teaches, read(), poll() and the wake-up. The rest is
- * handed over complete: the device's state (kml_sensor.h), the sampler
- * and the alarm records it writes (kml_sensor_sample.c), the other ioctl
- * handlers (kml_sensor_ioc.c), hwmon (kml_sensor_hwmon.c), and the pure
- * model, checks and ring (kml_sensor_logic.c, also built on the host).
+ * This file is the character device the lab teaches; the rest is handed
+ * over complete: the device's state (kml_sensor.h), the sampler and its
+ * alarm records (kml_sensor_sample.c), the other ioctl handlers
+ * (kml_sensor_ioc.c), hwmon (kml_sensor_hwmon.c) and the pure model,
+ * checks and ring (kml_sensor_logic.c, also built on the host).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -59,10 +58,11 @@ MODULE_PARM_DESC(channels,
 
 /* One per open file: where it is in the alarm records. */
 struct kml_client {
-	struct mutex read_lock;		/* one reader at a time per file */
-	u64 cursor;			/* next record to read; under the lock */
+	struct mutex read_lock;	/* one reader at a time per file */
+	u64 cursor;		/* next record to read; under kml_sensor_dev.lock */
 };
 
+/* The one device: its state, and what its lock guards, in kml_sensor.h. */
 struct kml_dev kml_sensor_dev;
 
 /*
@@ -84,10 +84,9 @@ void kml_sensor_unlock_wake(u64 head_before)
 
 	spin_unlock(&kml_sensor_dev.lock);
 	/* LAB sensor 4: if records were added, wake the readers and pollers
-	 * sleeping on kml_sensor_dev.wq: every sleeper, not one
-	 * (wake_up_interruptible_all()), as the queue is shared by all files
-	 * and an exclusive waiter (EPOLLEXCLUSIVE) on one file must not use up
-	 * the wake-up another file's reader needs.
+	 * sleeping on kml_sensor_dev.wq. Decide how many: the queue is shared
+	 * by every open file, and an exclusive waiter (EPOLLEXCLUSIVE) on one
+	 * file must not use up the wake-up another file's reader needs.
 	 */
 	if (added)
 		wake_up_interruptible_all(&kml_sensor_dev.wq);
@@ -106,10 +105,11 @@ void kml_sensor_unlock_wake(u64 head_before)
 /* Changes every user sees need privilege; checked before the argument is read. */
 bool kml_sensor_may_change(void)
 {
-	/* LAB sensor 3: only an administrator may change the device:
-	 * capable(CAP_SYS_ADMIN), which asks about the initial user
-	 * namespace, so root in a container does not count. Every SET_*,
-	 * INJECT and RESET handler asks here before it reads its argument.
+	/* LAB sensor 3: decide who may change the device. Its period,
+	 * thresholds and records are every user's and every container's, so
+	 * only an administrator of the whole machine may: root in a user
+	 * namespace of its own does not count. Every SET_*, INJECT and RESET
+	 * handler asks here before it reads its argument.
 	 */
 	return capable(CAP_SYS_ADMIN);
 	/* LAB sensor 3 end: return true; */
@@ -128,10 +128,11 @@ static int kml_ioc_info(void __user *up, size_t usize)
 		.queue_len = KML_SENSOR_QUEUE_LEN,
 	};
 
-	/* LAB sensor 1: GET_INFO only writes: refuse a caller's struct
-	 * smaller than the first published one (KML_SENSOR_INFO_SIZE_VER0)
-	 * with -EINVAL, then copy @info out with kml_copy_struct_out(), which
-	 * zeroes a newer caller's larger struct past ours.
+	/* LAB sensor 1: GET_INFO only writes. Decide which caller sizes to
+	 * answer: a struct older than the first published one
+	 * (KML_SENSOR_INFO_SIZE_VER0) cannot hold what every caller relies on
+	 * (-EINVAL), and a newer, larger one must get @info and no stray byte
+	 * past it (kml_ioctl.h has the helper).
 	 */
 	if (usize < KML_SENSOR_INFO_SIZE_VER0)
 		return -EINVAL;
@@ -154,11 +155,12 @@ static int kml_ioc_read(void __user *up, size_t usize)
 	struct kml_sensor_reading r;
 	int ret;
 
-	/* LAB sensor 2: READ reads and writes: copy the caller's struct in
-	 * with kml_copy_struct_in() (its first published size is
-	 * KML_SENSOR_READING_SIZE_VER0), refuse a channel the device does not
-	 * have (-EINVAL), fill @r from the channel under kml_sensor_dev.lock
-	 * (kml_sensor_reading_locked()), and copy it back out.
+	/* LAB sensor 2: READ reads and writes: take the caller's struct in
+	 * once (its first published size is KML_SENSOR_READING_SIZE_VER0),
+	 * refuse a channel the device does not have (-EINVAL) before it
+	 * indexes anything, fill @r with one sample, never a new value with
+	 * an old timestamp (kml_sensor_reading_locked(), and what must not
+	 * happen under a spinlock), and give it back.
 	 */
 	ret = kml_copy_struct_in(&r, sizeof(r), up, usize,
 				 KML_SENSOR_READING_SIZE_VER0);
@@ -179,14 +181,13 @@ static int kml_ioc_set_period(u32 __user *up, size_t usize)
 
 	if (usize != sizeof(u32))
 		return -ENOTTY;
-	/* LAB sensor 3: the device's period is every user's sample rate, so
-	 * changing it is privileged: -EPERM unless kml_sensor_may_change(),
-	 * before the argument is even read. Then get_user() the u32
-	 * (-EFAULT), refuse what kml_check_period() refuses (-EINVAL), store
-	 * it under kml_sensor_dev.lock with WRITE_ONCE() (GET_PERIOD reads it
-	 * without the lock), and re-arm the sampler with mod_delayed_work()
-	 * so the new period takes effect now, not after the old (maybe long)
-	 * one.
+	/* LAB sensor 3: the period is every user's sample rate. An
+	 * unprivileged caller gets -EPERM and learns nothing else, not even
+	 * whether its argument was valid. The new period is read once and
+	 * checked (kml_check_period(), -EINVAL), stored so that GET_PERIOD,
+	 * which reads it without the lock, can trust what it reads, and
+	 * takes effect now, not after the old (maybe 10 s) period the
+	 * sampler is waiting out.
 	 */
 	if (!kml_sensor_may_change())
 		return -EPERM;
@@ -211,15 +212,16 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 	unsigned int stat = ST_IOC_UNKNOWN;
 	long ret;
 
-	/* LAB sensor 1: dispatch: match KML_IOC_NOSIZE(cmd) against each
-	 * KML_IOC_NOSIZE(KML_SENSOR_IOC_...) (magic, number and direction must
-	 * match; the size is the caller's, in usize), set stat to the
-	 * command's counter and call its handler with (up, usize):
-	 * kml_ioc_info(), kml_ioc_read() and kml_ioc_set_period() in this
-	 * file, the others kml_sensor_ioc_...() in kml_sensor_ioc.c (RESET's
-	 * takes only usize). GET_INFO also answers to ABI 1's number,
-	 * KML_SENSOR_IOC_GET_INFO_V1. Anything else is not ours: -ENOTTY,
-	 * and nothing done.
+	/* LAB sensor 1: route each KML_SENSOR_IOC_... command to its
+	 * handler and set stat to its counter. Decide what identifies a
+	 * command: magic, number and direction must match, but the size is
+	 * the caller's idea of its struct (usize), and a caller built
+	 * against a larger struct must reach the same handler. GET_INFO also
+	 * answers to ABI 1's number, KML_SENSOR_IOC_GET_INFO_V1. Handlers take
+	 * (up, usize), RESET's only usize: kml_ioc_info(), kml_ioc_read(),
+	 * kml_ioc_set_period() here, kml_sensor_ioc_...() in
+	 * kml_sensor_ioc.c. Anything else is not ours: nothing done, and the
+	 * answer a program probing for features expects (-ENOTTY).
 	 */
 	switch (KML_IOC_NOSIZE(cmd)) {
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO):
@@ -322,17 +324,17 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	int ret;
 
 	kml_stats_inc(kml_sensor_dev.stats, ST_READS);
-	/* LAB sensor 4: read() gives whole records: -EINVAL if @count cannot
-	 * hold one. Take the file's read_lock (mutex_trylock() for an
-	 * O_NONBLOCK file, -EAGAIN if busy; else mutex_lock_interruptible()).
-	 * Then, while another record fits: take the next one at or after this
-	 * file's cursor with kml_evring_next() under kml_sensor_dev.lock
-	 * (pos - cursor is how many this file missed: ev.lost). None: stop if
-	 * something was read, else -EAGAIN for O_NONBLOCK, else sleep until
-	 * kml_has_events() with wait_event_interruptible() (a signal ends it)
-	 * and try again. One: copy_to_user() it (-EFAULT), and only then move
-	 * the cursor past it under the lock, so a bad buffer loses nothing.
-	 * Return the bytes copied, or the error if none.
+	/* LAB sensor 4: read() gives whole records, as many as @count holds
+	 * (none fits: -EINVAL), from this file's cursor on. One reader at a
+	 * time per file (read_lock), and an O_NONBLOCK caller never sleeps,
+	 * not even behind another reader (-EAGAIN). The next record comes
+	 * from kml_evring_next() under kml_sensor_dev.lock, which also tells
+	 * how many this file missed (ev.lost). None left: return what was
+	 * read, else -EAGAIN for O_NONBLOCK, else sleep until
+	 * kml_has_events() (a signal ends the wait) and look again. A bad
+	 * buffer (-EFAULT) must lose no record: the cursor moves only past
+	 * what reached the user. Return the bytes copied, or the error if
+	 * none.
 	 */
 	if (count < sizeof(ev))
 		return -EINVAL;
@@ -394,10 +396,11 @@ static __poll_t kml_sensor_poll(struct file *file, poll_table *wait)
 {
 	struct kml_client *cl = file->private_data;
 
-	/* LAB sensor 5: poll() never sleeps itself: register the file's wait
-	 * queue with poll_wait() (kml_sensor_dev.wq, which the wake-up of
-	 * step 4 wakes), then report EPOLLIN | EPOLLRDNORM if this file has a
-	 * record to read (kml_has_events()), 0 if not.
+	/* LAB sensor 5: poll() never sleeps itself: make sure the wake-up of
+	 * step 4 (on kml_sensor_dev.wq) reaches whoever polls this file, then
+	 * say whether it has a record to read now (kml_has_events()):
+	 * EPOLLIN | EPOLLRDNORM, or 0. Mind the order: a record arriving
+	 * between the two must not go unreported.
 	 */
 	poll_wait(file, &kml_sensor_dev.wq, wait);
 	return kml_has_events(cl) ? EPOLLIN | EPOLLRDNORM : 0;
@@ -442,8 +445,7 @@ static int __init kml_sensor_init(void)
 	init_waitqueue_head(&kml_sensor_dev.wq);
 	INIT_DELAYED_WORK(&kml_sensor_dev.sampler, kml_sensor_sampler);
 
-	kml_sensor_dev.stats = kml_stats_register("kml_sensor",
-						  kml_sensor_stats,
+	kml_sensor_dev.stats = kml_stats_register("kml_sensor", kml_sensor_stats,
 						  ARRAY_SIZE(kml_sensor_stats));
 	if (IS_ERR(kml_sensor_dev.stats))
 		return PTR_ERR(kml_sensor_dev.stats);
@@ -451,15 +453,13 @@ static int __init kml_sensor_init(void)
 	kml_sensor_reset_locked();
 	spin_unlock(&kml_sensor_dev.lock);
 
-	kml_sensor_dev.pdev =
-		platform_device_register_simple("kml_sensor",
-						PLATFORM_DEVID_NONE, NULL, 0);
+	kml_sensor_dev.pdev = platform_device_register_simple("kml_sensor",
+							      PLATFORM_DEVID_NONE, NULL, 0);
 	if (IS_ERR(kml_sensor_dev.pdev)) {
 		ret = PTR_ERR(kml_sensor_dev.pdev);
 		goto err_stats;
 	}
-	/* hwmon, where the kernel has it (kml_sensor_hwmon.c) */
-	ret = kml_sensor_hwmon_register();
+	ret = kml_sensor_hwmon_register();	/* if the kernel has hwmon */
 	if (ret)
 		goto err_pdev;
 	schedule_delayed_work(&kml_sensor_dev.sampler,
