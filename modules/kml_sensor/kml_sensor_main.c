@@ -26,13 +26,17 @@
  * sensors use, so /sys/class/hwmon and lm-sensors' `sensors` show them.
  * A platform device stands in for the hardware and parents both the misc
  * and the hwmon device, as a real platform sensor driver's would.
+ *
+ * This file is the character device the lab teaches; the rest is handed
+ * over complete: the device's state (kml_sensor.h), the sampler and its
+ * alarm records (kml_sensor_sample.c), the other ioctl handlers
+ * (kml_sensor_ioc.c), hwmon (kml_sensor_hwmon.c) and the pure model,
+ * checks and ring (kml_sensor_logic.c, also built on the host).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/fs.h>
-#include <linux/hwmon.h>
-#include <linux/ktime.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -45,194 +49,48 @@
 #include <linux/workqueue.h>
 
 #include "../include/kml_ioctl.h"
-#include "../include/kml_stats.h"
-#include "kml_sensor_logic.h"
-#include "kml_sensor_trace.h"
+#include "kml_sensor.h"
 
-static unsigned int channels = 2;
-module_param(channels, uint, 0444);
+unsigned int kml_sensor_channels = 2;
+module_param_named(channels, kml_sensor_channels, uint, 0444);
 MODULE_PARM_DESC(channels,
 		 "number of channels, 1.." __stringify(KML_SENSOR_MAX_CHANNELS) " (default 2)");
 
-static unsigned int seed = 1;
-module_param(seed, uint, 0444);
-MODULE_PARM_DESC(seed, "seed of the simulation (default 1)");
-
-struct kml_chan {
-	struct kml_model model;
-	s32 value_mc;
-	u64 timestamp_ns;
-	u64 seq;
-	bool injected;			/* held at value_mc until cleared */
-	struct kml_sensor_alarm alarm;
-	int zone;
-};
-
 /* One per open file: where it is in the alarm records. */
 struct kml_client {
-	struct mutex read_lock;		/* one reader at a time per file */
-	u64 cursor;			/* next record to read; under kml_dev.lock */
+	struct mutex read_lock;	/* one reader at a time per file */
+	u64 cursor;		/* next record to read; under kml_sensor_dev.lock */
 };
 
-static struct kml_dev {
-	/*
-	 * Guards the channels, the period, the alarm ring and the clients'
-	 * cursors. Taken from process context only (ioctl, read, the
-	 * sampling work, hwmon), and never held across a wake-up.
-	 */
-	spinlock_t lock;
-	struct kml_chan chan[KML_SENSOR_MAX_CHANNELS];
-	unsigned int period_ms;
-	struct kml_evring ring;		/* the alarm records every file reads */
-	wait_queue_head_t wq;		/* readers and pollers of all files */
-	struct delayed_work sampler;
-	struct platform_device *pdev;	/* parent of the misc and hwmon devices */
-	struct device *hwmon;
-	struct kml_stats_set *stats;
-} kml_dev;
-
-enum {
-	ST_IOC_INFO, ST_IOC_READ, ST_IOC_READ_ALL, ST_IOC_GET_PERIOD,
-	ST_IOC_SET_PERIOD, ST_IOC_GET_ALARM, ST_IOC_SET_ALARM, ST_IOC_INJECT,
-	ST_IOC_RESET, ST_IOC_UNKNOWN, ST_ERRORS, ST_SAMPLES, ST_ALARMS,
-	ST_OVERFLOWS, ST_READS,
-};
-
-static const struct kml_stats_desc kml_sensor_stats[] = {
-	[ST_IOC_INFO]		= { "ioctl_get_info", KML_STAT_COUNTER },
-	[ST_IOC_READ]		= { "ioctl_read", KML_STAT_COUNTER },
-	[ST_IOC_READ_ALL]	= { "ioctl_read_all", KML_STAT_COUNTER },
-	[ST_IOC_GET_PERIOD]	= { "ioctl_get_period", KML_STAT_COUNTER },
-	[ST_IOC_SET_PERIOD]	= { "ioctl_set_period", KML_STAT_COUNTER },
-	[ST_IOC_GET_ALARM]	= { "ioctl_get_alarm", KML_STAT_COUNTER },
-	[ST_IOC_SET_ALARM]	= { "ioctl_set_alarm", KML_STAT_COUNTER },
-	[ST_IOC_INJECT]		= { "ioctl_inject", KML_STAT_COUNTER },
-	[ST_IOC_RESET]		= { "ioctl_reset", KML_STAT_COUNTER },
-	[ST_IOC_UNKNOWN]	= { "ioctl_unknown", KML_STAT_COUNTER },
-	[ST_ERRORS]		= { "errors", KML_STAT_COUNTER },
-	[ST_SAMPLES]		= { "samples", KML_STAT_COUNTER },
-	[ST_ALARMS]		= { "alarms", KML_STAT_COUNTER },
-	[ST_OVERFLOWS]		= { "alarm_overflows", KML_STAT_COUNTER },
-	[ST_READS]		= { "reads", KML_STAT_COUNTER },
-};
-
-/*
- * Record an alarm for every open file: one write into the ring, whatever
- * the number of files. Called with kml_dev.lock held; whoever took the
- * lock wakes the readers after dropping it (kml_unlock_wake()).
- */
-static void kml_emit_locked(unsigned int ch, int zone)
-{
-	struct kml_chan *c = &kml_dev.chan[ch];
-	struct kml_sensor_event ev = {
-		.timestamp_ns = c->timestamp_ns,
-		.seq = c->seq,
-		.channel = ch,
-		.value_mc = c->value_mc,
-		.kind = zone,
-	};
-
-	lockdep_assert_held(&kml_dev.lock);
-	trace_alarm(ch, c->value_mc, c->seq, zone, c->alarm.low_mc,
-		    c->alarm.high_mc);
-	kml_stats_inc(kml_dev.stats, ST_ALARMS);
-	kml_evring_push(&kml_dev.ring, &ev);
-}
+/* The one device: its state, and what its lock guards, in kml_sensor.h. */
+struct kml_dev kml_sensor_dev;
 
 /*
  * Lock and unlock around anything that may record alarms. The wake-up
  * comes after the unlock and only if records were added, so the lock is
  * never held while the scheduler walks the sleepers.
  */
-static u64 kml_lock(void)
-	__acquires(&kml_dev.lock)
+u64 kml_sensor_lock(void)
+	__acquires(&kml_sensor_dev.lock)
 {
-	spin_lock(&kml_dev.lock);
-	return kml_dev.ring.head;
+	spin_lock(&kml_sensor_dev.lock);
+	return kml_sensor_dev.ring.head;
 }
 
-static void kml_unlock_wake(u64 head_before)
-	__releases(&kml_dev.lock)
+void kml_sensor_unlock_wake(u64 head_before)
+	__releases(&kml_sensor_dev.lock)
 {
-	bool added = kml_dev.ring.head != head_before;
+	bool added = kml_sensor_dev.ring.head != head_before;
 
-	spin_unlock(&kml_dev.lock);
+	spin_unlock(&kml_sensor_dev.lock);
 	/* LAB sensor 4: if records were added, wake the readers and pollers
-	 * sleeping on kml_dev.wq: every sleeper, not one
-	 * (wake_up_interruptible_all()), as the queue is shared by all files
-	 * and an exclusive waiter (EPOLLEXCLUSIVE) on one file must not use up
-	 * the wake-up another file's reader needs.
+	 * sleeping on kml_sensor_dev.wq. Decide how many: the queue is shared
+	 * by every open file, and an exclusive waiter (EPOLLEXCLUSIVE) on one
+	 * file must not use up the wake-up another file's reader needs.
 	 */
 	if (added)
-		wake_up_interruptible_all(&kml_dev.wq);
+		wake_up_interruptible_all(&kml_sensor_dev.wq);
 	/* LAB sensor 4 end */
-}
-
-/* A zone change is an alarm; re-evaluated on every sample and setting. */
-static void kml_eval_locked(unsigned int ch)
-{
-	struct kml_chan *c = &kml_dev.chan[ch];
-	int zone = kml_zone(c->value_mc, &c->alarm);
-
-	if (zone != c->zone) {
-		c->zone = zone;
-		kml_emit_locked(ch, zone);
-	}
-}
-
-static void kml_sample_locked(unsigned int ch, s32 value_mc, u64 now)
-{
-	struct kml_chan *c = &kml_dev.chan[ch];
-
-	c->value_mc = value_mc;
-	c->timestamp_ns = now;
-	c->seq++;
-	trace_sample(ch, value_mc, c->seq, c->injected);
-	kml_stats_inc(kml_dev.stats, ST_SAMPLES);
-	kml_eval_locked(ch);
-}
-
-static void kml_sampler(struct work_struct *work)
-{
-	u64 now = ktime_get_ns(), head;
-	unsigned int ch, period;
-
-	/* O(channels) under the lock, never O(open files). */
-	head = kml_lock();
-	for (ch = 0; ch < channels; ch++)
-		if (!kml_dev.chan[ch].injected)
-			kml_sample_locked(ch, kml_model_step(&kml_dev.chan[ch].model),
-					  now);
-	period = kml_dev.period_ms;
-	kml_unlock_wake(head);
-	schedule_delayed_work(&kml_dev.sampler, msecs_to_jiffies(period));
-}
-
-/*
- * Defaults: fresh models, alarms off, default period. Lock held. The zone
- * is left to kml_eval_locked(), so a channel that was in alarm records its
- * return to normal like any other change: readers are never left
- * believing in an alarm that is gone.
- */
-static void kml_reset_locked(void)
-{
-	u64 now = ktime_get_ns();
-	unsigned int ch;
-
-	for (ch = 0; ch < channels; ch++) {
-		struct kml_chan *c = &kml_dev.chan[ch];
-
-		kml_model_init(&c->model, seed, ch);
-		c->injected = false;
-		c->alarm = (struct kml_sensor_alarm){
-			.channel = ch,
-			.low_mc = KML_SENSOR_MIN_MC,
-			.high_mc = KML_SENSOR_MAX_MC,
-		};
-		kml_sample_locked(ch, kml_model_step(&c->model), now);
-	}
-	/* GET_PERIOD reads it without the lock. */
-	WRITE_ONCE(kml_dev.period_ms, KML_SENSOR_PERIOD_DEFAULT_MS);
 }
 
 /*
@@ -245,12 +103,13 @@ static void kml_reset_locked(void)
  */
 
 /* Changes every user sees need privilege; checked before the argument is read. */
-static bool kml_may_change(void)
+bool kml_sensor_may_change(void)
 {
-	/* LAB sensor 3: only an administrator may change the device:
-	 * capable(CAP_SYS_ADMIN), which asks about the initial user
-	 * namespace, so root in a container does not count. Every SET_*,
-	 * INJECT and RESET handler asks here before it reads its argument.
+	/* LAB sensor 3: decide who may change the device. Its period,
+	 * thresholds and records are every user's and every container's, so
+	 * only an administrator of the whole machine may: root in a user
+	 * namespace of its own does not count. Every SET_*, INJECT and RESET
+	 * handler asks here before it reads its argument.
 	 */
 	return capable(CAP_SYS_ADMIN);
 	/* LAB sensor 3 end: return true; */
@@ -260,7 +119,7 @@ static int kml_ioc_info(void __user *up, size_t usize)
 {
 	struct kml_sensor_info info = {
 		.abi_version = KML_SENSOR_ABI_VERSION,
-		.nchannels = channels,
+		.nchannels = kml_sensor_channels,
 		.units = KML_SENSOR_UNITS_MILLI_CELSIUS,
 		.min_mc = KML_SENSOR_MIN_MC,
 		.max_mc = KML_SENSOR_MAX_MC,
@@ -269,10 +128,11 @@ static int kml_ioc_info(void __user *up, size_t usize)
 		.queue_len = KML_SENSOR_QUEUE_LEN,
 	};
 
-	/* LAB sensor 1: GET_INFO only writes: refuse a caller's struct
-	 * smaller than the first published one (KML_SENSOR_INFO_SIZE_VER0)
-	 * with -EINVAL, then copy @info out with kml_copy_struct_out(), which
-	 * zeroes a newer caller's larger struct past ours.
+	/* LAB sensor 1: GET_INFO only writes. Decide which caller sizes to
+	 * answer: a struct older than the first published one
+	 * (KML_SENSOR_INFO_SIZE_VER0) cannot hold what every caller relies on
+	 * (-EINVAL), and a newer, larger one must get @info and no stray byte
+	 * past it (kml_ioctl.h has the helper).
 	 */
 	if (usize < KML_SENSOR_INFO_SIZE_VER0)
 		return -EINVAL;
@@ -280,9 +140,9 @@ static int kml_ioc_info(void __user *up, size_t usize)
 	/* LAB sensor 1 end: return -ENOTTY; */
 }
 
-static void kml_reading_locked(unsigned int ch, struct kml_sensor_reading *r)
+void kml_sensor_reading_locked(unsigned int ch, struct kml_sensor_reading *r)
 {
-	struct kml_chan *c = &kml_dev.chan[ch];
+	struct kml_chan *c = &kml_sensor_dev.chan[ch];
 
 	r->channel = ch;
 	r->value_mc = c->value_mc;
@@ -295,73 +155,24 @@ static int kml_ioc_read(void __user *up, size_t usize)
 	struct kml_sensor_reading r;
 	int ret;
 
-	/* LAB sensor 2: READ reads and writes: copy the caller's struct in
-	 * with kml_copy_struct_in() (its first published size is
-	 * KML_SENSOR_READING_SIZE_VER0), refuse a channel the device does not
-	 * have (-EINVAL), fill @r from the channel under kml_dev.lock
-	 * (kml_reading_locked()), and copy it back out.
+	/* LAB sensor 2: READ reads and writes: take the caller's struct in
+	 * once (its first published size is KML_SENSOR_READING_SIZE_VER0),
+	 * refuse a channel the device does not have (-EINVAL) before it
+	 * indexes anything, fill @r with one sample, never a new value with
+	 * an old timestamp (kml_sensor_reading_locked(), and what must not
+	 * happen under a spinlock), and give it back.
 	 */
 	ret = kml_copy_struct_in(&r, sizeof(r), up, usize,
 				 KML_SENSOR_READING_SIZE_VER0);
 	if (ret)
 		return ret;
-	if (r.channel >= channels)
+	if (r.channel >= kml_sensor_channels)
 		return -EINVAL;
-	spin_lock(&kml_dev.lock);
-	kml_reading_locked(r.channel, &r);
-	spin_unlock(&kml_dev.lock);
+	spin_lock(&kml_sensor_dev.lock);
+	kml_sensor_reading_locked(r.channel, &r);
+	spin_unlock(&kml_sensor_dev.lock);
 	return kml_copy_struct_out(up, usize, &r, sizeof(r));
 	/* LAB sensor 2 end: return -ENOTTY; */
-}
-
-/*
- * READ_ALL reads only what is input (@flags, and a newer caller's tail,
- * which must be zero), copies out only the channels this device has and
- * zeroes the rest in place. The whole struct in, memset and out was
- * three times the bytes it carries, and cost as much as four READs
- * under TCG (make bench; docs/measured.md).
- */
-static int kml_ioc_read_all(void __user *up, size_t usize)
-{
-	struct kml_sensor_read_all __user *ua = up;
-	struct kml_sensor_read_all all;
-	unsigned int ch, n = channels;
-	size_t filled;
-	int ret;
-
-	if (usize < KML_SENSOR_READ_ALL_SIZE_VER0)
-		return -EINVAL;
-	if (get_user(all.flags, &ua->flags))
-		return -EFAULT;
-	if (usize > sizeof(all)) {
-		ret = check_zeroed_user((u8 __user *)up + sizeof(all),
-					usize - sizeof(all));
-		if (ret <= 0)
-			return ret ?: -E2BIG;
-	}
-	if (all.flags)
-		return -EINVAL;
-	all.nchannels = n;
-	/* One lock hold: every channel from the same instant. */
-	spin_lock(&kml_dev.lock);
-	for (ch = 0; ch < n; ch++)
-		kml_reading_locked(ch, &all.readings[ch]);
-	spin_unlock(&kml_dev.lock);
-	/* only what was filled in leaves: no uninitialised byte */
-	filled = offsetof(struct kml_sensor_read_all, readings) +
-		 n * sizeof(all.readings[0]);
-	if (copy_to_user(up, &all, filled) ||
-	    clear_user((u8 __user *)up + filled, usize - filled))
-		return -EFAULT;
-	return 0;
-}
-
-/* A scalar cannot grow, so its commands must carry exactly its size. */
-static int kml_ioc_get_period(u32 __user *up, size_t usize)
-{
-	if (usize != sizeof(u32))
-		return -ENOTTY;
-	return put_user(READ_ONCE(kml_dev.period_ms), up);
 }
 
 static int kml_ioc_set_period(u32 __user *up, size_t usize)
@@ -370,111 +181,27 @@ static int kml_ioc_set_period(u32 __user *up, size_t usize)
 
 	if (usize != sizeof(u32))
 		return -ENOTTY;
-	/* LAB sensor 3: the device's period is every user's sample rate, so
-	 * changing it is privileged: -EPERM unless kml_may_change(), before
-	 * the argument is even read. Then get_user() the u32 (-EFAULT),
-	 * refuse what kml_check_period() refuses (-EINVAL), store it under
-	 * kml_dev.lock with WRITE_ONCE() (GET_PERIOD reads it without the
-	 * lock), and re-arm the sampler with mod_delayed_work() so the new
-	 * period takes effect now, not after the old (maybe long) one.
+	/* LAB sensor 3: the period is every user's sample rate. An
+	 * unprivileged caller gets -EPERM and learns nothing else, not even
+	 * whether its argument was valid. The new period is read once and
+	 * checked (kml_check_period(), -EINVAL), stored so that GET_PERIOD,
+	 * which reads it without the lock, can trust what it reads, and
+	 * takes effect now, not after the old (maybe 10 s) period the
+	 * sampler is waiting out.
 	 */
-	if (!kml_may_change())
+	if (!kml_sensor_may_change())
 		return -EPERM;
 	if (get_user(ms, up))
 		return -EFAULT;
 	if (kml_check_period(ms))
 		return -EINVAL;
-	spin_lock(&kml_dev.lock);
-	WRITE_ONCE(kml_dev.period_ms, ms);
-	spin_unlock(&kml_dev.lock);
-	mod_delayed_work(system_wq, &kml_dev.sampler, msecs_to_jiffies(ms));
+	spin_lock(&kml_sensor_dev.lock);
+	WRITE_ONCE(kml_sensor_dev.period_ms, ms);
+	spin_unlock(&kml_sensor_dev.lock);
+	mod_delayed_work(system_wq, &kml_sensor_dev.sampler,
+			 msecs_to_jiffies(ms));
 	return 0;
 	/* LAB sensor 3 end: return -ENOTTY; */
-}
-
-static int kml_ioc_get_alarm(void __user *up, size_t usize)
-{
-	struct kml_sensor_alarm a;
-	int ret;
-
-	ret = kml_copy_struct_in(&a, sizeof(a), up, usize,
-				 KML_SENSOR_ALARM_SIZE_VER0);
-	if (ret)
-		return ret;
-	if (a.channel >= channels)
-		return -EINVAL;
-	spin_lock(&kml_dev.lock);
-	a = kml_dev.chan[a.channel].alarm;
-	spin_unlock(&kml_dev.lock);
-	return kml_copy_struct_out(up, usize, &a, sizeof(a));
-}
-
-static int kml_ioc_set_alarm(void __user *up, size_t usize)
-{
-	struct kml_sensor_alarm a;
-	u64 head;
-	int ret;
-
-	/*
-	 * Thresholds are the device's (every open file gets the records they
-	 * cause), so setting them is privileged, as hwmon's tempN_max is.
-	 */
-	if (!kml_may_change())
-		return -EPERM;
-	ret = kml_copy_struct_in(&a, sizeof(a), up, usize,
-				 KML_SENSOR_ALARM_SIZE_VER0);
-	if (ret)
-		return ret;
-	if (kml_check_alarm(&a, channels))
-		return -EINVAL;
-	head = kml_lock();
-	kml_dev.chan[a.channel].alarm = a;
-	kml_eval_locked(a.channel);
-	kml_unlock_wake(head);
-	return 0;
-}
-
-static int kml_ioc_inject(void __user *up, size_t usize)
-{
-	struct kml_sensor_inject in;
-	struct kml_chan *c;
-	u64 head;
-	int ret;
-
-	if (!kml_may_change())
-		return -EPERM;
-	ret = kml_copy_struct_in(&in, sizeof(in), up, usize,
-				 KML_SENSOR_INJECT_SIZE_VER0);
-	if (ret)
-		return ret;
-	if (kml_check_inject(&in, channels))
-		return -EINVAL;
-	head = kml_lock();
-	c = &kml_dev.chan[in.channel];
-	if (in.flags & KML_SENSOR_INJECT_CLEAR) {
-		c->injected = false;
-	} else {
-		c->injected = true;
-		kml_sample_locked(in.channel, in.value_mc, ktime_get_ns());
-	}
-	kml_unlock_wake(head);
-	return 0;
-}
-
-static int kml_ioc_reset(size_t usize)
-{
-	u64 head;
-
-	if (usize)
-		return -ENOTTY;
-	if (!kml_may_change())
-		return -EPERM;
-	head = kml_lock();
-	kml_reset_locked();
-	kml_unlock_wake(head);
-	mod_delayed_work(system_wq, &kml_dev.sampler,
-			 msecs_to_jiffies(KML_SENSOR_PERIOD_DEFAULT_MS));
-	return 0;
 }
 
 static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
@@ -485,12 +212,16 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 	unsigned int stat = ST_IOC_UNKNOWN;
 	long ret;
 
-	/* LAB sensor 1: dispatch: match KML_IOC_NOSIZE(cmd) against each
-	 * KML_IOC_NOSIZE(KML_SENSOR_IOC_...) (magic, number and direction must
-	 * match; the size is the caller's, in usize), set stat to the
-	 * command's counter and call its handler kml_ioc_...(up, usize).
-	 * GET_INFO also answers to ABI 1's number, KML_SENSOR_IOC_GET_INFO_V1.
-	 * Anything else is not ours: -ENOTTY, and nothing done.
+	/* LAB sensor 1: route each KML_SENSOR_IOC_... command to its
+	 * handler and set stat to its counter. Decide what identifies a
+	 * command: magic, number and direction must match, but the size is
+	 * the caller's idea of its struct (usize), and a caller built
+	 * against a larger struct must reach the same handler. GET_INFO also
+	 * answers to ABI 1's number, KML_SENSOR_IOC_GET_INFO_V1. Handlers take
+	 * (up, usize), RESET's only usize: kml_ioc_info(), kml_ioc_read(),
+	 * kml_ioc_set_period() here, kml_sensor_ioc_...() in
+	 * kml_sensor_ioc.c. Anything else is not ours: nothing done, and the
+	 * answer a program probing for features expects (-ENOTTY).
 	 */
 	switch (KML_IOC_NOSIZE(cmd)) {
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_INFO):
@@ -505,11 +236,11 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_READ_ALL):
 		stat = ST_IOC_READ_ALL;
-		ret = kml_ioc_read_all(up, usize);
+		ret = kml_sensor_ioc_read_all(up, usize);
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_PERIOD):
 		stat = ST_IOC_GET_PERIOD;
-		ret = kml_ioc_get_period(up, usize);
+		ret = kml_sensor_ioc_get_period(up, usize);
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_SET_PERIOD):
 		stat = ST_IOC_SET_PERIOD;
@@ -517,19 +248,19 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_GET_ALARM):
 		stat = ST_IOC_GET_ALARM;
-		ret = kml_ioc_get_alarm(up, usize);
+		ret = kml_sensor_ioc_get_alarm(up, usize);
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_SET_ALARM):
 		stat = ST_IOC_SET_ALARM;
-		ret = kml_ioc_set_alarm(up, usize);
+		ret = kml_sensor_ioc_set_alarm(up, usize);
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_INJECT):
 		stat = ST_IOC_INJECT;
-		ret = kml_ioc_inject(up, usize);
+		ret = kml_sensor_ioc_inject(up, usize);
 		break;
 	case KML_IOC_NOSIZE(KML_SENSOR_IOC_RESET):
 		stat = ST_IOC_RESET;
-		ret = kml_ioc_reset(usize);
+		ret = kml_sensor_ioc_reset(usize);
 		break;
 	default:
 		/* Not ours (another magic, number or direction): do nothing. */
@@ -539,9 +270,9 @@ static long kml_sensor_ioctl(struct file *file, unsigned int cmd,
 	/* LAB sensor 1 end: ret = -ENOTTY; */
 	if (ret == -ENOTTY)
 		stat = ST_IOC_UNKNOWN;
-	kml_stats_inc(kml_dev.stats, stat);
+	kml_stats_inc(kml_sensor_dev.stats, stat);
 	if (ret)
-		kml_stats_inc(kml_dev.stats, ST_ERRORS);
+		kml_stats_inc(kml_sensor_dev.stats, ST_ERRORS);
 	return ret;
 }
 
@@ -556,9 +287,9 @@ static int kml_sensor_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&cl->read_lock);
 	/* A new file sees the records recorded from now on. */
-	spin_lock(&kml_dev.lock);
-	cl->cursor = kml_dev.ring.head;
-	spin_unlock(&kml_dev.lock);
+	spin_lock(&kml_sensor_dev.lock);
+	cl->cursor = kml_sensor_dev.ring.head;
+	spin_unlock(&kml_sensor_dev.lock);
 	file->private_data = cl;
 	return 0;
 }
@@ -577,9 +308,9 @@ static bool kml_has_events(struct kml_client *cl)
 {
 	bool ret;
 
-	spin_lock(&kml_dev.lock);
-	ret = kml_evring_pending(&kml_dev.ring, cl->cursor);
-	spin_unlock(&kml_dev.lock);
+	spin_lock(&kml_sensor_dev.lock);
+	ret = kml_evring_pending(&kml_sensor_dev.ring, cl->cursor);
+	spin_unlock(&kml_sensor_dev.lock);
 	return ret;
 }
 
@@ -592,18 +323,18 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	u64 pos = 0, lost = 0;
 	int ret;
 
-	kml_stats_inc(kml_dev.stats, ST_READS);
-	/* LAB sensor 4: read() gives whole records: -EINVAL if @count cannot
-	 * hold one. Take the file's read_lock (mutex_trylock() for an
-	 * O_NONBLOCK file, -EAGAIN if busy; else mutex_lock_interruptible()).
-	 * Then, while another record fits: take the next one at or after this
-	 * file's cursor with kml_evring_next() under kml_dev.lock (pos - cursor
-	 * is how many this file missed: ev.lost). None: stop if something was
+	kml_stats_inc(kml_sensor_dev.stats, ST_READS);
+	/* LAB sensor 4: read() gives whole records, as many as @count holds
+	 * (none fits: -EINVAL), from this file's cursor on. One reader at a
+	 * time per file (read_lock), and an O_NONBLOCK caller never sleeps,
+	 * not even behind another reader (-EAGAIN). The next record comes
+	 * from kml_evring_next() under kml_sensor_dev.lock, which also tells
+	 * how many this file missed (ev.lost). None left: return what was
 	 * read, else -EAGAIN for O_NONBLOCK, else sleep until
-	 * kml_has_events() with wait_event_interruptible() (a signal ends it)
-	 * and try again. One: copy_to_user() it (-EFAULT), and only then move
-	 * the cursor past it under the lock, so a bad buffer loses nothing.
-	 * Return the bytes copied, or the error if none.
+	 * kml_has_events() (a signal ends the wait) and look again. A bad
+	 * buffer (-EFAULT) must lose no record: the cursor moves only past
+	 * what reached the user. Return the bytes copied, or the error if
+	 * none.
 	 */
 	if (count < sizeof(ev))
 		return -EINVAL;
@@ -617,20 +348,20 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 	while (done + sizeof(ev) <= count) {
 		const struct kml_sensor_event *next;
 
-		spin_lock(&kml_dev.lock);
-		next = kml_evring_next(&kml_dev.ring, cl->cursor, &pos);
+		spin_lock(&kml_sensor_dev.lock);
+		next = kml_evring_next(&kml_sensor_dev.ring, cl->cursor, &pos);
 		if (next) {
 			ev = *next;
 			lost = pos - cl->cursor;
 		}
-		spin_unlock(&kml_dev.lock);
+		spin_unlock(&kml_sensor_dev.lock);
 		if (!next) {
 			if (done)
 				break;
 			ret = -EAGAIN;
 			if (file->f_flags & O_NONBLOCK)
 				goto out;
-			ret = wait_event_interruptible(kml_dev.wq,
+			ret = wait_event_interruptible(kml_sensor_dev.wq,
 						       kml_has_events(cl));
 			if (ret)
 				goto out;
@@ -647,11 +378,11 @@ static ssize_t kml_sensor_read(struct file *file, char __user *buf,
 			ret = -EFAULT;
 			goto out;
 		}
-		spin_lock(&kml_dev.lock);
+		spin_lock(&kml_sensor_dev.lock);
 		cl->cursor = pos + 1;
-		spin_unlock(&kml_dev.lock);
+		spin_unlock(&kml_sensor_dev.lock);
 		if (lost)
-			kml_stats_add(kml_dev.stats, ST_OVERFLOWS, lost);
+			kml_stats_add(kml_sensor_dev.stats, ST_OVERFLOWS, lost);
 		done += sizeof(ev);
 	}
 	ret = 0;
@@ -665,12 +396,13 @@ static __poll_t kml_sensor_poll(struct file *file, poll_table *wait)
 {
 	struct kml_client *cl = file->private_data;
 
-	/* LAB sensor 5: poll() never sleeps itself: register the file's wait
-	 * queue with poll_wait() (kml_dev.wq, which the wake-up of step 4
-	 * wakes), then report EPOLLIN | EPOLLRDNORM if this file has a record
-	 * to read (kml_has_events()), 0 if not.
+	/* LAB sensor 5: poll() never sleeps itself: make sure the wake-up of
+	 * step 4 (on kml_sensor_dev.wq) reaches whoever polls this file, then
+	 * say whether it has a record to read now (kml_has_events()):
+	 * EPOLLIN | EPOLLRDNORM, or 0. Mind the order: a record arriving
+	 * between the two must not go unreported.
 	 */
-	poll_wait(file, &kml_dev.wq, wait);
+	poll_wait(file, &kml_sensor_dev.wq, wait);
 	return kml_has_events(cl) ? EPOLLIN | EPOLLRDNORM : 0;
 	/* LAB sensor 5 end: return 0; */
 }
@@ -699,135 +431,57 @@ static struct miscdevice kml_sensor_misc = {
 	.mode	= 0666,
 };
 
-/* ---- hwmon: the same readings where real sensors publish them ---- */
-
-static umode_t kml_hwmon_visible(const void *data, enum hwmon_sensor_types type,
-				 u32 attr, int channel)
-{
-	return 0444;
-}
-
-static int kml_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
-			  u32 attr, int channel, long *val)
-{
-	if (type != hwmon_temp || attr != hwmon_temp_input)
-		return -EOPNOTSUPP;
-	spin_lock(&kml_dev.lock);
-	*val = kml_dev.chan[channel].value_mc;
-	spin_unlock(&kml_dev.lock);
-	return 0;
-}
-
-static const char *const kml_labels[KML_SENSOR_MAX_CHANNELS] = {
-	"probe0", "probe1", "probe2", "probe3", "probe4", "probe5",
-	"probe6", "probe7", "probe8", "probe9", "probe10", "probe11",
-	"probe12", "probe13", "probe14", "probe15",
-};
-
-static int kml_hwmon_read_string(struct device *dev,
-				 enum hwmon_sensor_types type, u32 attr,
-				 int channel, const char **str)
-{
-	if (type != hwmon_temp || attr != hwmon_temp_label)
-		return -EOPNOTSUPP;
-	*str = kml_labels[channel];
-	return 0;
-}
-
-static const struct hwmon_ops kml_hwmon_ops = {
-	.is_visible	= kml_hwmon_visible,
-	.read		= kml_hwmon_read,
-	.read_string	= kml_hwmon_read_string,
-};
-
-/* The channel count is a parameter, so the config array is filled at init. */
-static u32 kml_temp_config[KML_SENSOR_MAX_CHANNELS + 1];
-
-static const struct hwmon_channel_info kml_temp_info = {
-	.type	= hwmon_temp,
-	.config	= kml_temp_config,
-};
-
-/*
- * Not "* const": hwmon_chip_info.info only became a pointer to const
- * pointers in 6.4, and this form converts to either.
- */
-static const struct hwmon_channel_info *kml_hwmon_info[] = {
-	&kml_temp_info,
-	NULL,
-};
-
-static const struct hwmon_chip_info kml_hwmon_chip = {
-	.ops	= &kml_hwmon_ops,
-	.info	= kml_hwmon_info,
-};
-
 static int __init kml_sensor_init(void)
 {
-	unsigned int ch;
 	int ret;
 
-	if (channels < 1 || channels > KML_SENSOR_MAX_CHANNELS) {
-		pr_err("channels=%u: must be 1..%d\n", channels,
+	if (kml_sensor_channels < 1 ||
+	    kml_sensor_channels > KML_SENSOR_MAX_CHANNELS) {
+		pr_err("channels=%u: must be 1..%d\n", kml_sensor_channels,
 		       KML_SENSOR_MAX_CHANNELS);
 		return -EINVAL;
 	}
-	spin_lock_init(&kml_dev.lock);
-	init_waitqueue_head(&kml_dev.wq);
-	INIT_DELAYED_WORK(&kml_dev.sampler, kml_sampler);
+	spin_lock_init(&kml_sensor_dev.lock);
+	init_waitqueue_head(&kml_sensor_dev.wq);
+	INIT_DELAYED_WORK(&kml_sensor_dev.sampler, kml_sensor_sampler);
 
-	kml_dev.stats = kml_stats_register("kml_sensor", kml_sensor_stats,
-					   ARRAY_SIZE(kml_sensor_stats));
-	if (IS_ERR(kml_dev.stats))
-		return PTR_ERR(kml_dev.stats);
-	spin_lock(&kml_dev.lock);
-	kml_reset_locked();
-	spin_unlock(&kml_dev.lock);
+	kml_sensor_dev.stats = kml_stats_register("kml_sensor", kml_sensor_stats,
+						  ARRAY_SIZE(kml_sensor_stats));
+	if (IS_ERR(kml_sensor_dev.stats))
+		return PTR_ERR(kml_sensor_dev.stats);
+	spin_lock(&kml_sensor_dev.lock);
+	kml_sensor_reset_locked();
+	spin_unlock(&kml_sensor_dev.lock);
 
-	kml_dev.pdev = platform_device_register_simple("kml_sensor",
-						       PLATFORM_DEVID_NONE,
-						       NULL, 0);
-	if (IS_ERR(kml_dev.pdev)) {
-		ret = PTR_ERR(kml_dev.pdev);
+	kml_sensor_dev.pdev = platform_device_register_simple("kml_sensor",
+							      PLATFORM_DEVID_NONE, NULL, 0);
+	if (IS_ERR(kml_sensor_dev.pdev)) {
+		ret = PTR_ERR(kml_sensor_dev.pdev);
 		goto err_stats;
 	}
-	/*
-	 * Kernels without hwmon exist (Debian's cloud kernels): there the
-	 * ioctls work alone. The constant condition lets the compiler drop
-	 * the calls, so the module does not need hwmon's symbols.
-	 */
-	if (IS_REACHABLE(CONFIG_HWMON)) {
-		for (ch = 0; ch < channels; ch++)
-			kml_temp_config[ch] = HWMON_T_INPUT | HWMON_T_LABEL;
-		kml_dev.hwmon = hwmon_device_register_with_info(&kml_dev.pdev->dev,
-								"kml_sensor", NULL,
-								&kml_hwmon_chip, NULL);
-		if (IS_ERR(kml_dev.hwmon)) {
-			ret = PTR_ERR(kml_dev.hwmon);
-			goto err_pdev;
-		}
-	}
-	schedule_delayed_work(&kml_dev.sampler,
-			      msecs_to_jiffies(kml_dev.period_ms));
+	ret = kml_sensor_hwmon_register();	/* if the kernel has hwmon */
+	if (ret)
+		goto err_pdev;
+	schedule_delayed_work(&kml_sensor_dev.sampler,
+			      msecs_to_jiffies(kml_sensor_dev.period_ms));
 	/*
 	 * Last: the device node makes the module reachable from userspace
 	 * (an ioctl may re-arm the sampler), so everything it uses is ready
 	 * before, and a failure here has had no user to undo.
 	 */
-	kml_sensor_misc.parent = &kml_dev.pdev->dev;
+	kml_sensor_misc.parent = &kml_sensor_dev.pdev->dev;
 	ret = misc_register(&kml_sensor_misc);
 	if (ret)
 		goto err_work;
 	return 0;
 
 err_work:
-	cancel_delayed_work_sync(&kml_dev.sampler);
-	if (IS_REACHABLE(CONFIG_HWMON))
-		hwmon_device_unregister(kml_dev.hwmon);
+	cancel_delayed_work_sync(&kml_sensor_dev.sampler);
+	kml_sensor_hwmon_unregister();
 err_pdev:
-	platform_device_unregister(kml_dev.pdev);
+	platform_device_unregister(kml_sensor_dev.pdev);
 err_stats:
-	kml_stats_unregister(kml_dev.stats);
+	kml_stats_unregister(kml_sensor_dev.stats);
 	return ret;
 }
 
@@ -839,11 +493,10 @@ static void __exit kml_sensor_exit(void)
 	 */
 	misc_deregister(&kml_sensor_misc);
 	/* Safe for a self-rearming work: it stops re-queueing itself. */
-	cancel_delayed_work_sync(&kml_dev.sampler);
-	if (IS_REACHABLE(CONFIG_HWMON))
-		hwmon_device_unregister(kml_dev.hwmon);
-	platform_device_unregister(kml_dev.pdev);
-	kml_stats_unregister(kml_dev.stats);
+	cancel_delayed_work_sync(&kml_sensor_dev.sampler);
+	kml_sensor_hwmon_unregister();
+	platform_device_unregister(kml_sensor_dev.pdev);
+	kml_stats_unregister(kml_sensor_dev.stats);
 }
 
 module_init(kml_sensor_init);
