@@ -106,7 +106,8 @@ int kml_filter_rule_why(const struct kml_filter_rule *r, const char **why,
 		at = addr;
 	} else if (r->src_len > bits || r->dst_len > bits) {
 		bad = "bad prefix length";
-		at = r->src_len > bits ? KML_FILTER_F_SRC : KML_FILTER_F_DST;
+		at = r->src_len > bits ? KML_FILTER_F_SRC_LEN :
+					 KML_FILTER_F_DST_LEN;
 	} else if (!kml_filter_prefix_ok(r->src, r->src_len, bits) ||
 		   !kml_filter_prefix_ok(r->dst, r->dst_len, bits)) {
 		bad = "address has bits set past its prefix length";

@@ -156,8 +156,10 @@ struct kml_filter_index {
  * @KML_FILTER_F_PROTO: .proto
  * @KML_FILTER_F_DIR: .dir
  * @KML_FILTER_F_ACTION: .action
- * @KML_FILTER_F_SRC: .src or .src_len
- * @KML_FILTER_F_DST: .dst or .dst_len
+ * @KML_FILTER_F_SRC: .src, the source prefix as a whole
+ * @KML_FILTER_F_DST: .dst, the destination prefix as a whole
+ * @KML_FILTER_F_SRC_LEN: .src_len, longer than the family's address
+ * @KML_FILTER_F_DST_LEN: .dst_len, likewise
  * @KML_FILTER_F_SPORT: .sport_lo or .sport_hi
  * @KML_FILTER_F_DPORT: .dport_lo or .dport_hi
  * @KML_FILTER_F_CT: .ct_state
@@ -173,6 +175,8 @@ enum kml_filter_field {
 	KML_FILTER_F_ACTION,
 	KML_FILTER_F_SRC,
 	KML_FILTER_F_DST,
+	KML_FILTER_F_SRC_LEN,
+	KML_FILTER_F_DST_LEN,
 	KML_FILTER_F_SPORT,
 	KML_FILTER_F_DPORT,
 	KML_FILTER_F_CT,

@@ -155,6 +155,9 @@ static int kml_filter_nl_addr(const struct nlattr *addr,
 		return 0;
 	}
 	if (!bits) {
+		/* an unknown family is what is wrong: the rule checker says so */
+		if (family != KML_FILTER_FAMILY_ANY)
+			return 0;
 		kml_filter_nl_refuse(extack, addr, "address without a family");
 		return -EINVAL;
 	}
@@ -180,11 +183,14 @@ static const u8 kml_filter_nl_field_attr[][2] = {
 	[KML_FILTER_F_ACTION]	= { KML_FILTER_RA_ACTION },
 	[KML_FILTER_F_SRC]	= { KML_FILTER_RA_SRC, KML_FILTER_RA_SRC_LEN },
 	[KML_FILTER_F_DST]	= { KML_FILTER_RA_DST, KML_FILTER_RA_DST_LEN },
+	[KML_FILTER_F_SRC_LEN]	= { KML_FILTER_RA_SRC_LEN, KML_FILTER_RA_SRC },
+	[KML_FILTER_F_DST_LEN]	= { KML_FILTER_RA_DST_LEN, KML_FILTER_RA_DST },
 	[KML_FILTER_F_SPORT]	= { KML_FILTER_RA_SPORT_LO, KML_FILTER_RA_SPORT_HI },
 	[KML_FILTER_F_DPORT]	= { KML_FILTER_RA_DPORT_LO, KML_FILTER_RA_DPORT_HI },
 	[KML_FILTER_F_CT]	= { KML_FILTER_RA_CT_STATE },
 	[KML_FILTER_F_PAD]	= { },
-	[KML_FILTER_F_LOG]	= { KML_FILTER_RA_LOG_RATE, KML_FILTER_RA_LOG_BURST },
+	/* a rate sent: that attribute; none: the action (a burst is no fault) */
+	[KML_FILTER_F_LOG]	= { KML_FILTER_RA_LOG_RATE },
 	/* a burst of 0 sent: that attribute; none: the rate that needs one */
 	[KML_FILTER_F_LOG_BURST] = { KML_FILTER_RA_LOG_BURST, KML_FILTER_RA_LOG_RATE },
 };

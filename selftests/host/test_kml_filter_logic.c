@@ -161,8 +161,9 @@ TEST(rule_why_blames_the_field)
 	BLAME(r.family = 0, "address without a family", KML_FILTER_F_SRC);
 	BLAME((r.family = 0, r.src_len = 0, memset(r.src, 0, 16)),
 	      "address without a family", KML_FILTER_F_DST);
-	BLAME(r.dst_len = 40, "bad prefix length", KML_FILTER_F_DST);
-	BLAME(r.src_len = 40, "bad prefix length", KML_FILTER_F_SRC);
+	/* the length is what is wrong, not the address */
+	BLAME(r.dst_len = 40, "bad prefix length", KML_FILTER_F_DST_LEN);
+	BLAME(r.src_len = 40, "bad prefix length", KML_FILTER_F_SRC_LEN);
 	BLAME(r.dst[3] = 1, "address has bits set past its prefix length", KML_FILTER_F_DST);
 	BLAME(r.src[3] = 1, "address has bits set past its prefix length", KML_FILTER_F_SRC);
 	BLAME((r.sport_lo = 9, r.sport_hi = 8), "reversed port range", KML_FILTER_F_SPORT);

@@ -3661,6 +3661,7 @@ static void nl_begin(struct nlreq *q, uint16_t fam, __u8 cmd, uint16_t flags)
 #define LONG_ADDR	0x4	/* a 16-byte source whatever the family */
 #define SRC_ANYWAY	0x8	/* a source even with prefix length 0 */
 #define LEN_ONLY	0x10	/* a source prefix length without the address */
+#define NO_RATE		0x20	/* a log burst without the log rate attribute */
 
 /*
  * @r as rule attributes, unchecked (the kernel is what is tested): an
@@ -3709,8 +3710,9 @@ static void nl_put_rule(struct nlreq *q, const struct kml_filter_rule *r,
 		q->at[KML_FILTER_RA_CT_STATE] = kml_nl_put_u8(m, KML_FILTER_RA_CT_STATE,
 							      r->ct_state);
 	if (r->log_rate || r->log_burst) {
-		q->at[KML_FILTER_RA_LOG_RATE] = kml_nl_put_u32(m, KML_FILTER_RA_LOG_RATE,
-							       r->log_rate);
+		if (!(quirks & NO_RATE))
+			q->at[KML_FILTER_RA_LOG_RATE] =
+				kml_nl_put_u32(m, KML_FILTER_RA_LOG_RATE, r->log_rate);
 		q->at[KML_FILTER_RA_LOG_BURST] = kml_nl_put_u16(m, KML_FILTER_RA_LOG_BURST,
 								r->log_burst);
 	}
@@ -3934,12 +3936,15 @@ static void other_family(struct kml_filter_rule *r) { r->proto = KML_FILTER_PROT
 static void family_5(struct kml_filter_rule *r) { r->family = 5; }
 static void proto_7(struct kml_filter_rule *r) { r->proto = 7; }
 static void prefix_33(struct kml_filter_rule *r) { r->src_len = 33; }
+static void dst_prefix_33(struct kml_filter_rule *r) { r->dst_len = 33; }
 static void dir_8(struct kml_filter_rule *r) { r->dir = 8; }
 static void action_4(struct kml_filter_rule *r) { r->action = 4; }
 static void log_no_rate(struct kml_filter_rule *r) { r->action = KML_FILTER_LOG; }
 static void log_too_fast(struct kml_filter_rule *r) { r->log_rate = 2000000; r->log_burst = 1; }
 static void log_no_burst(struct kml_filter_rule *r) { r->log_rate = 5; }
 static void burst_no_rate(struct kml_filter_rule *r) { r->log_burst = 3; }
+static void log_burst_only(struct kml_filter_rule *r) { r->action = KML_FILTER_LOG; r->log_burst = 3; }
+static void log_rate_0(struct kml_filter_rule *r) { r->action = KML_FILTER_LOG; r->log_burst = 1; }
 static void no_edit(struct kml_filter_rule *r) { (void)r; }
 static void dir_0(struct kml_filter_rule *r) { r->dir = 0; }
 static void dst_bits(struct kml_filter_rule *r) { r->dst[15] = 1; }
@@ -3953,7 +3958,12 @@ static const struct refusal refusals[] = {
 	{ "drop in ipv6", other_family, 0, "protocol of the other family", KML_FILTER_RA_PROTO, 0 },
 	{ "drop in", family_5, 0, "unknown family", KML_FILTER_RA_FAMILY, 0 },
 	{ "drop in", proto_7, 0, "unknown protocol", KML_FILTER_RA_PROTO, 0 },
-	{ "drop in ipv4 src 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC, 0 },
+	/* the prefix length is what is wrong, not the address */
+	{ "drop in ipv4 src 10.0.0.0/8", prefix_33, 0, "bad prefix length", KML_FILTER_RA_SRC_LEN, 0 },
+	{ "drop in ipv4 dst 10.0.0.0/8", dst_prefix_33, 0, "bad prefix length",
+	  KML_FILTER_RA_DST_LEN, 0 },
+	/* an unknown family is that, with an address or without */
+	{ "drop in ipv4 src 10.0.0.0/8", family_5, 0, "unknown family", KML_FILTER_RA_FAMILY, 0 },
 	{ "drop in ipv4 src 10.0.0.1", no_edit, LONG_ADDR, "address length", KML_FILTER_RA_SRC, 0 },
 	{ "drop in", no_edit, SRC_ANYWAY, "address without a family", KML_FILTER_RA_SRC, 0 },
 	{ "drop in ipv4 src 10.0.0.0/8", no_edit, LEN_ONLY, "prefix length without an address",
@@ -3966,6 +3976,10 @@ static const struct refusal refusals[] = {
 	{ "drop in", dir_8, 0, "", KML_FILTER_RA_DIR, 0 },
 	{ "drop in", action_4, 0, "", KML_FILTER_RA_ACTION, 0 },
 	{ "drop in", log_no_rate, 0, "a log action needs a log rate", KML_FILTER_RA_ACTION, 0 },
+	/* a burst is not what a log action without a rate got wrong */
+	{ "drop in", log_burst_only, NO_RATE, "a log action needs a log rate",
+	  KML_FILTER_RA_ACTION, 0 },
+	{ "drop in", log_rate_0, 0, "a log action needs a log rate", KML_FILTER_RA_LOG_RATE, 0 },
 	{ "drop in", log_too_fast, 0, "log rate above", KML_FILTER_RA_LOG_RATE, 0 },
 	{ "drop in", log_no_burst, 0, "a log burst of at least 1", KML_FILTER_RA_LOG_BURST, 0 },
 	{ "drop in", burst_no_rate, 0, "a log burst without a log rate", KML_FILTER_RA_LOG_BURST, 0 },
@@ -6631,6 +6645,203 @@ TEST_F(nl, log_attach_errors_and_its_owner)
 }
 
 /*
+ * A refusal's extended ack: a message that says @msg (never none) and,
+ * with @at >= 0, the attribute at that offset; with @at < 0 none (the
+ * request is refused as a whole, or for what it lacks: see nl_missing()).
+ */
+static void nl_refused(struct __test_metadata *_metadata, const char *what, int ret,
+		       int want, const struct kml_nl_err *e, const char *msg, int at)
+{
+	EXPECT_EQ(want, ret) TH_LOG("%s", what);
+	EXPECT_NE(0, e->msg[0]) TH_LOG("%s: no message", what);
+	EXPECT_NE(NULL, strstr(e->msg, msg)) TH_LOG("%s: '%s', not '%s'", what, e->msg, msg);
+	EXPECT_EQ(at >= 0, e->has_offs) TH_LOG("%s: an attribute named or not", what);
+	if (at >= 0 && e->has_offs)
+		EXPECT_EQ((__u32)at, e->offs) TH_LOG("%s: points at %u, not %d", what, e->offs, at);
+}
+
+/* ... refused for a top-level attribute @type it lacks, which it names */
+static void nl_missing(struct __test_metadata *_metadata, const char *what, int ret,
+		       const struct kml_nl_err *e, const char *msg, __u32 type)
+{
+	nl_refused(_metadata, what, ret, -EINVAL, e, msg, -1);
+	EXPECT_TRUE(e->has_miss_type) TH_LOG("%s", what);
+	EXPECT_EQ(type, e->miss_type) TH_LOG("%s", what);
+	EXPECT_FALSE(e->has_miss_nest) TH_LOG("%s", what);
+}
+
+/*
+ * Every refusal of every command that its handler makes (the netlink
+ * core's own, by policy or for want of CAP_NET_ADMIN, are the core's)
+ * says why, and points at the attribute at fault when one is: the
+ * ioctls' errno alone tells a caller far less. A rule's own refusals
+ * are refused_rule_names_its_attribute's; FLUSH and GET_INFO refuse
+ * nothing a caller can cause (nor does the GETRULE dump); -ENOMEM comes
+ * without a message, as everywhere in the kernel.
+ */
+TEST_F_TIMEOUT(nl, each_command_says_why_it_refuses, 120)
+{
+	struct kml_filter_rule r, rules[4];
+	struct kml_nl_sock other;
+	struct kml_nl_err err;
+	struct nlreq q;
+	char saved[32];
+	int at, nest, ring, null;
+	__u32 txn, txn2;
+
+	ASSERT_EQ(0, rule_of("drop in udp dport 7", &r));
+	host_rules(rules, 4, 0);
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 22"));
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 23"));
+
+	/* NEWRULE */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_missing(_metadata, "NEWRULE, no rule", kml_nl_request(&self->s, &q.m, NULL, NULL, &err),
+		   &err, "NEWRULE needs a rule", KML_FILTER_A_RULE);
+
+	/* DELRULE */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
+	nl_refused(_metadata, "DELRULE, both",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -EINVAL, &err,
+		   "DELRULE needs an index or a rule, not both", at);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	nl_refused(_metadata, "DELRULE, neither",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -EINVAL, &err,
+		   "DELRULE needs an index or a rule", -1);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 2);
+	nl_refused(_metadata, "DELRULE, no such index",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -ENOENT, &err,
+		   "no such rule", at);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	nl_refused(_metadata, "DELRULE, no such rule",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -ENOENT, &err,
+		   "no such rule", q.nest);
+
+	/* SET_POLICY */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	nl_missing(_metadata, "SET_POLICY, none",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), &err,
+		   "SET_POLICY needs a policy", KML_FILTER_A_POLICY);
+
+	/* no room: every change that builds a set with rules */
+	ASSERT_EQ(0, read_str(NET_MEM_MAX, saved, sizeof(saved)));
+	ASSERT_EQ(0, write_param(NET_MEM_MAX, "1"));
+	nl_begin(&q, self->fam, KML_FILTER_CMD_NEWRULE, 0);
+	nl_put_rule(&q, &r, 0);
+	nl_refused(_metadata, "NEWRULE, no room",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -ENOSPC, &err,
+		   "net_mem_max", -1);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_DELRULE, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_INDEX, 0);
+	nl_refused(_metadata, "DELRULE, no room",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -ENOSPC, &err,
+		   "net_mem_max", -1);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_SET_POLICY, 0);
+	kml_nl_put_u8(&q.m, KML_FILTER_A_POLICY, KML_FILTER_DROP);
+	nl_refused(_metadata, "SET_POLICY, no room",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -ENOSPC, &err,
+		   "net_mem_max", -1);
+	nl_refused(_metadata, "REPLACE_BEGIN, no room",
+		   nl_begin_replace(&self->s, self->fam, 4, 0, &txn, &err), -ENOSPC, &err,
+		   "net_mem_max", -1);
+	EXPECT_EQ(0, write_param(NET_MEM_MAX, saved));
+
+	/* REPLACE_BEGIN */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_BEGIN, 0);
+	nl_missing(_metadata, "REPLACE_BEGIN, no count",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), &err,
+		   "REPLACE_BEGIN needs the number of rules", KML_FILTER_A_NRULES);
+	ASSERT_EQ(0, kml_nl_open(&other));
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 2, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	nl_refused(_metadata, "REPLACE_BEGIN, busy",
+		   nl_begin_replace(&other, self->fam, 2, 0, &txn2, &err), -EBUSY, &err,
+		   "another replace is in progress in this namespace", -1);
+
+	/* REPLACE_RULES, REPLACE_COMMIT, REPLACE_ABORT: which replace */
+	for (__u8 cmd = KML_FILTER_CMD_REPLACE_RULES; cmd <= KML_FILTER_CMD_REPLACE_ABORT; cmd++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "command %u, no replace named", cmd);
+		nl_begin(&q, self->fam, cmd, 0);
+		nl_missing(_metadata, what, kml_nl_request(&self->s, &q.m, NULL, NULL, &err),
+			   &err, "which replace?", KML_FILTER_A_TXN);
+		/* another socket's replace is none of its own */
+		snprintf(what, sizeof(what), "command %u, not its replace", cmd);
+		nl_begin(&q, self->fam, cmd, 0);
+		at = kml_nl_put_u32(&q.m, KML_FILTER_A_TXN, txn);
+		if (cmd == KML_FILTER_CMD_REPLACE_RULES) {
+			nest = kml_nl_nest_start(&q.m, KML_FILTER_A_RULES);
+			nl_put_rule(&q, &rules[0], 0);
+			kml_nl_nest_end(&q.m, nest);
+		}
+		nl_refused(_metadata, what, kml_nl_request(&other, &q.m, NULL, NULL, &err),
+			   -ENOENT, &err, "no such replace on this socket", at);
+	}
+	nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_RULES, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_TXN, txn);
+	nl_missing(_metadata, "REPLACE_RULES, no rules",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), &err,
+		   "REPLACE_RULES needs rules", KML_FILTER_A_RULES);
+	/* too many rules: the part that brought them is at fault */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_REPLACE_RULES, 0);
+	kml_nl_put_u32(&q.m, KML_FILTER_A_TXN, txn);
+	nest = kml_nl_nest_start(&q.m, KML_FILTER_A_RULES);
+	for (int k = 0; k < 3; k++)
+		nl_put_rule(&q, &rules[k], 0);
+	kml_nl_nest_end(&q.m, nest);
+	nl_refused(_metadata, "REPLACE_RULES, too many",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -E2BIG, &err,
+		   "more rules than REPLACE_BEGIN announced", nest);
+	/* too few */
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 2, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, nl_send_rules(&self->s, self->fam, txn, rules, 1, &q, &err));
+	nl_refused(_metadata, "REPLACE_COMMIT, too few",
+		   nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err),
+		   -EINVAL, &err, "fewer rules than REPLACE_BEGIN announced", -1);
+	/* a change since it began */
+	ASSERT_EQ(0, nl_begin_replace(&self->s, self->fam, 0, 0, &txn, &err)) TH_LOG("%s", err.msg);
+	ASSERT_EQ(0, add_rule(self->fd, "accept in tcp dport 24"));
+	nl_refused(_metadata, "REPLACE_COMMIT, changed",
+		   nl_txn_cmd(&self->s, self->fam, KML_FILTER_CMD_REPLACE_COMMIT, txn, &err),
+		   -EAGAIN, &err, "the rules changed since REPLACE_BEGIN", -1);
+	kml_nl_close(&other);
+
+	/* LOG_ATTACH and LOG_DETACH */
+	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
+	nl_missing(_metadata, "LOG_ATTACH, no ring",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), &err, "which ring?",
+		   KML_FILTER_A_LOG_RING);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, null);
+	ring = log_ring(4);
+	ASSERT_LE(0, ring);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_LOG_RING, 1000);
+	nl_refused(_metadata, "LOG_ATTACH, no descriptor",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -EBADF, &err,
+		   "no such descriptor in the sender", at);
+	nl_begin(&q, self->fam, KML_FILTER_CMD_LOG_ATTACH, 0);
+	at = kml_nl_put_u32(&q.m, KML_FILTER_A_LOG_RING, null);
+	nl_refused(_metadata, "LOG_ATTACH, not a ring",
+		   kml_nl_request(&self->s, &q.m, NULL, NULL, &err), -EINVAL, &err,
+		   "not a kml_ring descriptor", at);
+	nl_refused(_metadata, "LOG_DETACH, none attached",
+		   nl_log_detach(&self->s, self->fam, &err), -ENOENT, &err,
+		   "no log ring is attached", -1);
+	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
+	nl_refused(_metadata, "LOG_ATTACH, one already",
+		   nl_log_attach(&self->s, self->fam, ring, &err), -EBUSY, &err,
+		   "a ring is attached already", -1);
+	EXPECT_EQ(0, nl_log_detach(&self->s, self->fam, &err));
+	close(ring);
+	close(null);
+}
+
+/*
  * While a namespace logs to a ring, kml_ring cannot be unloaded (the
  * sink holds it); kml_filter can, in the middle of a flood, and lets the
  * ring and kml_ring go. A namespace that dies with a ring attached does
@@ -6678,6 +6889,8 @@ TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
 	ring = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, ring);
 	EXPECT_EQ(-ENODEV, nl_log_attach(&self->s, self->fam, ring, &err));
+	EXPECT_STREQ("kml_ring is not loaded", err.msg);
+	EXPECT_FALSE(err.has_offs);
 	close(ring);
 
 	/* a namespace that dies with a ring attached lets it go too */

@@ -317,7 +317,9 @@ struct kml_filter_list {
  * attribute the command does not take, or one of the wrong size or
  * value, is refused with -EINVAL and an extended ack that names it
  * (NLMSGERR_ATTR_MSG and NLMSGERR_ATTR_OFFS); a rule the module refuses
- * gets its reason and the attribute of the part that is wrong. The
+ * gets its reason and the attribute of the part that is wrong, and every
+ * other refusal gets one too, with the attribute at fault or the one
+ * missing (NLMSGERR_ATTR_MISS_TYPE). The
  * ioctls above stay, for the labs and for existing callers; both
  * interfaces act on the same rules.
  */
