@@ -36,13 +36,14 @@ export KMODLAB_NO_TESTS := 1
 endif
 endif
 # kselftest_harness.h comes from a kernel source tree, never the repo:
-# KSRC=, else the tree KDIR= names when it is a source tree (a kernel of
-# your own: no Debian package needed), else 6.12's from Debian's
-# linux-source, whatever kernel the tests run on (6.1's lacks -r/-T).
+# KSRC=, else the tree KDIR= names when it is a source tree whose harness
+# selects tests (-r/-T: the scripts and the labs run one test at a time;
+# 6.1's runs them all whatever it is told), so a kernel of your own needs
+# no Debian package, else 6.12's from Debian's linux-source.
 ifeq ($(origin KSRC),undefined)
-KDIR_HARNESS := $(if $(KDIR_DEP),,$(firstword $(wildcard \
-	$(KDIR)/tools/testing/selftests/kselftest_harness.h \
-	$(KDIR)/source/tools/testing/selftests/kselftest_harness.h)))
+KDIR_HARNESS := $(if $(KDIR_DEP),,$(firstword $(shell grep -l -e 'T:r:' \
+	$(wildcard $(KDIR)/tools/testing/selftests/kselftest_harness.h \
+	$(KDIR)/source/tools/testing/selftests/kselftest_harness.h) /dev/null)))
 ifneq ($(KDIR_HARNESS),)
 KSRC    := $(KDIR_HARNESS:%/tools/testing/selftests/kselftest_harness.h=%)
 else

@@ -6,7 +6,8 @@
 # STOCK_DIR and ABI are scripts/stock.sh's unpacked kernel image and its
 # release; PKG_DIR receives the installed system's changes. LOWER is the
 # system installed into, as an overlay lowerdir: / (this host, the
-# default), or the Debian 13 system of scripts/trixie-root.sh for a
+# default; HEADERS:/ with the kernel's headers, unpacked in HEADERS, over
+# it), or the Debian 13 system of scripts/trixie-root.sh for a
 # Debian 13 kernel, whose headers this host cannot build with. The
 # packages are taken from KMODLAB_DEB_DIR (default build/deb).
 #
@@ -74,7 +75,7 @@ mkdir -p "$pkg"/{up,work,mup,mwork,root}
 # The lower layer is this system's root filesystem alone: a /usr or /var
 # mounted apart would be missing from it.
 for d in /usr /var /lib; do
-	[[ $lower != / || $(findmnt -n -o TARGET --target "$d") == / ]] ||
+	[[ ${lower##*:} != / || $(findmnt -n -o TARGET --target "$d") == / ]] ||
 		{ bad "$d is a mount of its own: the overlay of / would miss it"; finish; }
 done
 # The packages go in by /tmp (a tmpfs, so not among the changes): the

@@ -127,22 +127,43 @@ host_before=$(host_kernel_pkgs)
 # They are the flavour's tree, the common one it includes and the kbuild
 # tools, with the one absolute path (the flavour's Makefile's include)
 # made to point here.
-kdir=/usr/src/linux-headers-$abi
+# The package test (scripts/deb-install.sh) lays the same tree over this
+# host's / for DKMS, which finds it by /lib/modules/ABI/build.
+kdir=/usr/src/linux-headers-$abi hdr=
+unpack_headers() {
+	local f parts
+	rm -rf "$hdr"
+	mkdir -p "$hdr/deb"
+	mapfile -t parts < <("${apt_cache[@]}" show --no-all-versions "linux-headers-$abi" |
+		sed -n 's/^Depends: //p' | tr ',|' '\n' | awk '$1 ~ /^linux-(headers|kbuild)-/ { print $1 }')
+	[[ ${#parts[@]} -ge 2 ]] || { echo "linux-headers-$abi: no -common and linux-kbuild in its Depends"; return 1; }
+	(cd "$hdr/deb" && "${apt_get[@]}" download "linux-headers-$abi" "${parts[@]}") > /dev/null 2>&1 ||
+		{ echo "apt-get download linux-headers-$abi ${parts[*]} failed"; return 1; }
+	for f in "$hdr"/deb/*.deb; do
+		dpkg-deb -x "$f" "$hdr" || { echo "dpkg-deb -x $f failed"; return 1; }
+	done
+	rm -rf "$hdr/deb"
+	local inc
+	inc=$(sed -n 's|^include /usr/src/\(.*\)$|\1|p' "$kdir/Makefile")
+	[[ -n $inc && -f $hdr/usr/src/$inc && -d $kdir/scripts/ ]] ||
+		{ echo "$kdir: not the flavour tree, its -common tree and kbuild's scripts"; return 1; }
+	printf 'include %s/usr/src/%s\n' "$hdr" "$inc" > "$kdir/Makefile.new" &&
+		grep -v '^include /usr/src/' "$kdir/Makefile" >> "$kdir/Makefile.new" &&
+		mv "$kdir/Makefile.new" "$kdir/Makefile" &&
+		touch "$kdir/.kmodlab-unpacked"	# last: a tree without it is unpacked again
+}
 if ((!deb13)); then
 	hdr=$cache/hdr-$abi
 	kdir=$hdr/usr/src/linux-headers-$abi
-	if [[ ! -e $kdir/.kmodlab-unpacked ]]; then
+	# another run (check-all's other lane) may be unpacking the same
+	exec {hlock}> "$cache/.hdr-$abi.lock"
+	flock "$hlock"
+	if [[ ! -e $kdir/.kmodlab-unpacked ]] && ! why=$(unpack_headers 2>&1); then
 		rm -rf "$hdr"
-		mkdir -p "$hdr/deb"
-		mapfile -t hparts < <("${apt_cache[@]}" show --no-all-versions "linux-headers-$abi" |
-			sed -n 's/^Depends: //p' | tr ',|' '\n' | awk '$1 ~ /^linux-(headers|kbuild)-/ { print $1 }')
-		(cd "$hdr/deb" && "${apt_get[@]}" download "linux-headers-$abi" "${hparts[@]}") > /dev/null 2>&1 ||
-			{ bad "apt-get download linux-headers-$abi ${hparts[*]}"; finish; }
-		for f in "$hdr"/deb/*.deb; do dpkg-deb -x "$f" "$hdr"; done
-		rm -rf "$hdr/deb"
-		sed -i "s|^include /usr/src/|include $hdr/usr/src/|" "$kdir/Makefile"
-		touch "$kdir/.kmodlab-unpacked"
+		bad "unpack linux-headers-$abi into $hdr: $why"
+		finish
 	fi
+	flock -u "$hlock"
 fi
 # the Makefile names a KDIR build after the tree's release (6.1's is its
 # upstream version, 6.1.192, not the package's ABI name)
@@ -290,7 +311,9 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 # removed on this kernel in a guest (scripts/deb-install.sh): on this
 # host's system, or for Debian 13 on the chroot's.
 ((packages)) && make_deb
+# (Debian 12's headers, unpacked above, over this host's /)
 lower=/
+((deb13)) || lower=$hdr:/
 if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
 	bad "packages: no Debian 13 system to install into"
 	lower=

@@ -18,8 +18,10 @@ ksrc() { # make variables...: the KSRC the Makefile settles on
 		--eval='build/.print-ksrc: ; @echo $(KSRC)' build/.print-ksrc "$@" 2>/dev/null
 }
 mkdir -p "$tmp/linux/tools/testing/selftests" "$tmp/obj" "$tmp/other/tools/testing/selftests" "$tmp/headers"
-: > "$tmp/linux/tools/testing/selftests/kselftest_harness.h"
-: > "$tmp/other/tools/testing/selftests/kselftest_harness.h"
+# a harness that selects tests, as 6.12's does
+sel='	while ((opt = getopt(argc, argv, "hlF:f:V:v:t:T:r:")) != -1) {'
+echo "$sel" > "$tmp/linux/tools/testing/selftests/kselftest_harness.h"
+echo "$sel" > "$tmp/other/tools/testing/selftests/kselftest_harness.h"
 ln -s "$tmp/linux" "$tmp/obj/source"
 check "KDIR= a source tree: its harness" test "$(ksrc KDIR="$tmp/linux")" = "$tmp/linux"
 check "KDIR= an O= build tree: its source's harness" test "$(ksrc KDIR="$tmp/obj")" = "$tmp/obj/source"
@@ -27,4 +29,9 @@ check "KSRC= wins over KDIR=" test "$(ksrc KDIR="$tmp/linux" KSRC="$tmp/other")"
 # a headers-only tree (a distribution's linux-headers) has no harness:
 # then Debian's linux-source, as before
 check "KDIR= a headers tree: not taken" test "$(ksrc KDIR="$tmp/headers")" != "$tmp/headers"
+# 6.1's harness has no getopt: -l, -r and -T would run every test
+mkdir -p "$tmp/old/tools/testing/selftests"
+echo 'static void __run_test(void) {}' > "$tmp/old/tools/testing/selftests/kselftest_harness.h"
+check "KDIR= a tree whose harness cannot select tests: not taken" \
+	test "$(ksrc KDIR="$tmp/old")" != "$tmp/old"
 echo "1..$n"
