@@ -182,13 +182,16 @@ $(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c $(C
 
 RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
 PROBE_FILE := userspace/kml_probe_file.c
+PERF_DATA := userspace/kml_perf_data.c
 PROBE_HDR := userspace/kml_probe_file.h userspace/kml_probe_cmd.h uapi/linux/kml_probe.h \
+	     userspace/kml_perf_data.h \
 	     uapi/linux/kml_ring.h userspace/kml_ring_lib.h
 
 $(BUILD)/bin/kml-probe: userspace/kml-probe.c userspace/kml_probe_record.c $(PROBE_FILE) \
-		$(RING_LIB) $(PROBE_HDR) $(CLI)
+		$(PERF_DATA) $(RING_LIB) $(PROBE_HDR) $(CLI)
 	@mkdir -p $(@D)
-	$(CLIENT_CC) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(RING_LIB) $(CLI)
+	$(CLIENT_CC) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(PERF_DATA) \
+		$(RING_LIB) $(CLI)
 
 $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h $(CLI) \
 		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
@@ -381,10 +384,10 @@ $(BUILD)/fuzz/fuzz_kml_filter_pkt: selftests/fuzz/fuzz_kml_filter_pkt.c \
 		-fsanitize=fuzzer,address,undefined -o $@ $< modules/kml_filter/kml_filter_logic.c
 
 $(BUILD)/fuzz/fuzz_kml_probe_file: selftests/fuzz/fuzz_kml_probe_file.c $(PROBE_FILE) \
-		userspace/kml_probe_file.h
+		$(PERF_DATA) userspace/kml_probe_file.h userspace/kml_perf_data.h
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
-		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE)
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE) $(PERF_DATA)
 
 $(BUILD)/fuzz/fuzz_kml_nl: selftests/fuzz/fuzz_kml_nl.c $(NL_LIB) $(NL_HDR)
 	@mkdir -p $(@D)
