@@ -67,7 +67,7 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
-	     test_kml_filter_genl
+	     test_kml_filter_genl test_kml_perf_data
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
@@ -328,6 +328,13 @@ $(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_
 	@if echo 'int main(void) { return 0; }' | $(CC) -m32 -x c -o /dev/null - 2>/dev/null; then \
 		$(CC) -m32 $(SELFTEST_CFLAGS) -o $@-m32 $< $(PROBE_FILE); \
 	else echo 'kml-probe file reader: no -m32 toolchain, 32-bit host test not built'; fi
+
+# perf.data from a recording; with perf (PERF=, default perf) also read back by it.
+$(BUILD)/host/test_kml_perf_data: selftests/host/test_kml_perf_data.c $(PROBE_FILE) $(PERF_DATA) \
+		userspace/kml_probe_file.h userspace/kml_perf_data.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -DKML_CORPUS_DIR='"$(TOP)/selftests/fuzz/corpus"' -o $@ $< \
+		$(PROBE_FILE) $(PERF_DATA)
 
 $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 		modules/kml_ring/kml_ring_logic.c modules/kml_ring/kml_ring_logic.h
