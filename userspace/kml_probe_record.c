@@ -151,7 +151,7 @@ static int convert_file(const char *in, const char *out, bool force, bool quiet)
 	/* Owner-only (mkstemp's 0600), as the recording: kernel values. */
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		fprintf(stderr, "%s: cannot create %s: %s\n", kml_prog, tmp, strerror(errno));
+		fprintf(stderr, "%s: cannot create %s: %s\n", kml_prog, out, strerror(errno));
 		goto out;
 	}
 	f = fdopen(fd, "w");
