@@ -735,22 +735,27 @@ TEST(a_cut_file_is_refused_as_perf_refuses_its_own)
 	}
 }
 
+static pid_t main_pid;
+
+/* test_harness_run() exits: the directory goes at exit, the main process's only. */
+static void remove_dir(void)
+{
+	char cmd[128];
+
+	if (getpid() != main_pid)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
-	int ret;
-
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	ret = test_harness_run(argc, argv);
-	/* What perf and the tests left: the files named here, and the dir. */
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd))
-			ret = ret ? ret : 1;
-	}
-	return ret;
+	main_pid = getpid();
+	atexit(remove_dir);
+	return test_harness_run(argc, argv);
 }
