@@ -68,7 +68,7 @@ SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_fil
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
-	     test_kml_filter_genl
+	     test_kml_filter_genl test_kml_perf_data
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
@@ -183,13 +183,16 @@ $(BUILD)/bin/kml-sensor: userspace/kml-sensor.c userspace/kml_sensor_parse.c $(C
 
 RING_LIB := userspace/kml_ring_lib.c modules/kml_ring/kml_ring_logic.c
 PROBE_FILE := userspace/kml_probe_file.c
+PERF_DATA := userspace/kml_perf_data.c
 PROBE_HDR := userspace/kml_probe_file.h userspace/kml_probe_cmd.h uapi/linux/kml_probe.h \
+	     userspace/kml_perf_data.h \
 	     uapi/linux/kml_ring.h userspace/kml_ring_lib.h
 
 $(BUILD)/bin/kml-probe: userspace/kml-probe.c userspace/kml_probe_record.c $(PROBE_FILE) \
-		$(RING_LIB) $(PROBE_HDR) $(CLI)
+		$(PERF_DATA) $(RING_LIB) $(PROBE_HDR) $(CLI)
 	@mkdir -p $(@D)
-	$(CLIENT_CC) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(RING_LIB) $(CLI)
+	$(CLIENT_CC) -o $@ $< userspace/kml_probe_record.c $(PROBE_FILE) $(PERF_DATA) \
+		$(RING_LIB) $(CLI)
 
 $(BUILD)/bin/kml-ring: userspace/kml-ring.c $(RING_LIB) userspace/kml_ring_lib.h $(CLI) \
 		userspace/kml_stats_parse.c modules/kml_ring/kml_ring_logic.h uapi/linux/kml_ring.h
@@ -327,6 +330,13 @@ $(BUILD)/host/test_kml_probe_file: selftests/host/test_kml_probe_file.c $(PROBE_
 		$(CC) -m32 $(SELFTEST_CFLAGS) -o $@-m32 $< $(PROBE_FILE); \
 	else echo 'kml-probe file reader: no -m32 toolchain, 32-bit host test not built'; fi
 
+# perf.data from a recording; with perf (PERF=, default perf) also read back by it.
+$(BUILD)/host/test_kml_perf_data: selftests/host/test_kml_perf_data.c $(PROBE_FILE) $(PERF_DATA) \
+		userspace/kml_probe_file.h userspace/kml_perf_data.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -DKML_CORPUS_DIR='"$(TOP)/selftests/fuzz/corpus"' -o $@ $< \
+		$(PROBE_FILE) $(PERF_DATA)
+
 $(BUILD)/host/test_kml_ring_logic: selftests/host/test_kml_ring_logic.c \
 		modules/kml_ring/kml_ring_logic.c modules/kml_ring/kml_ring_logic.h
 	@mkdir -p $(@D)
@@ -382,10 +392,10 @@ $(BUILD)/fuzz/fuzz_kml_filter_pkt: selftests/fuzz/fuzz_kml_filter_pkt.c \
 		-fsanitize=fuzzer,address,undefined -o $@ $< modules/kml_filter/kml_filter_logic.c
 
 $(BUILD)/fuzz/fuzz_kml_probe_file: selftests/fuzz/fuzz_kml_probe_file.c $(PROBE_FILE) \
-		userspace/kml_probe_file.h
+		$(PERF_DATA) userspace/kml_probe_file.h userspace/kml_perf_data.h
 	@mkdir -p $(@D)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -I$(TOP)/uapi \
-		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE)
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(PROBE_FILE) $(PERF_DATA)
 
 $(BUILD)/fuzz/fuzz_kml_nl: selftests/fuzz/fuzz_kml_nl.c $(NL_LIB) $(NL_HDR)
 	@mkdir -p $(@D)

@@ -14,8 +14,9 @@ for group in "$@"; do
 	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
+	# linux-perf: test_kml_perf_data has perf read kml-probe's perf.data (it SKIPs those without)
 	check)	pkgs+=(lcov sparse valgrind clang libclang-rt-dev lm-sensors cppcheck man-db groff-base
-		       gcc-multilib) ;;
+		       gcc-multilib linux-perf) ;;
 	# dkms: check-stock installs the kmodlab-dkms package on this host
 	stock)	pkgs+=(busybox-static cpio kmod dkms) ;;
 	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)

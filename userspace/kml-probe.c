@@ -37,13 +37,17 @@ static void usage(FILE *f)
 		"  reset                   zero every probe's results (root)\n"
 		"  call COUNT DELAY_US [DEPTH]\n"
 		"                          run the built-in test target kml_probe_target (root)\n"
-		"  record [-o FILE] [-a NARGS] [-m PAGES] [-d|--seconds S] FUNC... [-- COMMAND...]\n"
-		"                          every call of each FUNC, one record each, into FILE\n"
-		"                          (default kml-probe.data), while COMMAND runs, for\n"
-		"                          SECONDS, or until ^C (root; needs kml_ring loaded)\n"
+		"  record [-o FILE] [-F kml|perf] [-a NARGS] [-m PAGES] [-d|--seconds S] FUNC...\n"
+		"         [-- COMMAND...]  every call of each FUNC, one record each, into FILE\n"
+		"                          (default kml-probe.data; -F perf: perf.data), while\n"
+		"                          COMMAND runs, for SECONDS, or until ^C (root; needs\n"
+		"                          kml_ring loaded)\n"
 		"  report [FILE] [--force] [--top N]\n"
 		"                          latency histograms and top threads of a recording\n"
 		"                          (--force: one whose recorder was killed)\n"
+		"  convert [FILE] [-o OUT] [--force]\n"
+		"                          a recording as perf.data, for perf script and perf\n"
+		"                          report (default OUT perf.data)\n"
 		"\n"
 		"  -j, --json              JSON output\n"
 		"  -h, --help              this text, also `help`\n"
@@ -371,10 +375,14 @@ static const struct kml_cmd cmds[] = {
 	  "call lasting DELAY_US microseconds (0..10000) and calling itself DEPTH\n"
 	  "times (0..8) (root; needs the kml_probe_target module).\n",
 	  cmd_call },
-	{ "record", "[-o FILE] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]",
+	{ "record", "[-o FILE] [-F kml|perf] [-a NARGS] [-m PAGES] [-d SECONDS] FUNC... [-- COMMAND...]",
 	  "Record every call of each FUNC (up to 16), one record each, while COMMAND\n"
 	  "runs, for SECONDS, or until interrupted (root; needs kml_ring loaded).\n"
-	  "  -o, --output FILE  the file to write (default kml-probe.data)\n"
+	  "  -o, --output FILE  the file to write (default kml-probe.data, or\n"
+	  "                     perf.data with -F perf)\n"
+	  "  -F, --format FMT   kml (kml-probe's own, the default) or perf: the\n"
+	  "                     recording goes to FILE.kml-probe and is converted\n"
+	  "                     to perf.data in FILE when it ends\n"
 	  "  -a, --args NARGS   capture the first NARGS arguments (0..6) of each call\n"
 	  "  -m, --pages PAGES  the ring's size in pages: a power of two, 1..1024 (64)\n"
 	  "  -d, --duration, --seconds SECONDS  stop after SECONDS (1..86400)\n",
@@ -385,6 +393,14 @@ static const struct kml_cmd cmds[] = {
 	  "  -f, --force        read a file whose recorder was killed\n"
 	  "  -t, --top N        show the N busiest threads (default 10)\n",
 	  cmd_report },
+	{ "convert", "[FILE] [-o OUT] [--force]",
+	  "A recording (default kml-probe.data; also -i, --input FILE) as\n"
+	  "perf.data, for perf script and perf report. Needs no module.\n"
+	  "  -o, --output OUT   the file to write (default perf.data; an existing\n"
+	  "                     one is kept as OUT.old)\n"
+	  "  -f, --force        convert a file whose recorder was killed\n"
+	  "  -F, --format perf  the format to write (perf, the only one)\n",
+	  kml_probe_convert },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -9,6 +9,7 @@ void kml_probe_draw_hist(const __u64 *hist);
 void kml_probe_json_buckets(const __u64 *hist);
 int kml_probe_dev(void);
 int kml_probe_record(int argc, char **argv);
+int kml_probe_convert(int argc, char **argv);
 int kml_probe_report(int argc, char **argv, int json);
 
 #endif

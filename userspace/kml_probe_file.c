@@ -275,6 +275,37 @@ int kml_pf_parse(const void *buf, size_t len, bool force, struct kml_pf *pf,
 	return 0;
 }
 
+int kml_pf_each_call(const void *buf, size_t len, const struct kml_pf *pf,
+		     int (*fn)(const struct kml_ring_rec *rec,
+			       const struct kml_probe_event *ev, void *arg),
+		     void *arg)
+{
+	const uint8_t *b = buf;
+	size_t off = pf->hdr.header_size + (size_t)pf->hdr.nattrs * pf->hdr.attr_size;
+	size_t end = len - pf->cut;	/* a cut last record (--force) is not read */
+
+	/* kml_pf_parse() checked every frame up to @end: sizes are sound. */
+	while (off < end && end - off >= sizeof(struct kml_ring_rec)) {
+		struct kml_ring_rec rec;
+		struct kml_probe_event ev;
+		int ret;
+
+		memcpy(&rec, b + off, sizeof(rec));
+		if (rec.size < sizeof(rec) || rec.size > end - off)
+			return -1;	/* not the file kml_pf_parse() read */
+		if (rec.type == KML_PROBE_REC_CALL) {
+			if (rec.size - sizeof(rec) < sizeof(ev))
+				return -1;
+			memcpy(&ev, b + off + sizeof(rec), sizeof(ev));
+			ret = fn(&rec, &ev, arg);
+			if (ret)
+				return ret;
+		}
+		off += rec.size;
+	}
+	return 0;
+}
+
 static int by_calls(const void *a, const void *b)
 {
 	const struct kml_pf_thread *x = a, *y = b;

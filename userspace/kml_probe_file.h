@@ -168,6 +168,17 @@ struct kml_pf {
 int kml_pf_parse(const void *buf, size_t len, bool force, struct kml_pf *pf,
 		 char *err, size_t errlen);
 
+/*
+ * Each CALL record of a file kml_pf_parse() accepted into @pf (the same
+ * @buf and @len, and the same @force), in file order: @fn gets copies,
+ * aligned, of the record's frame and event. A nonzero return from @fn
+ * stops the walk and is returned.
+ */
+int kml_pf_each_call(const void *buf, size_t len, const struct kml_pf *pf,
+		     int (*fn)(const struct kml_ring_rec *rec,
+			       const struct kml_probe_event *ev, void *arg),
+		     void *arg);
+
 /* log2 bucket of a latency: 0 for 0, k for 2^(k-1) <= ns < 2^k. */
 unsigned int kml_pf_bucket(uint64_t ns);
 

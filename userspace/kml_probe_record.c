@@ -29,10 +29,13 @@
 
 #include "kml_cli.h"
 #include "kml_probe_cmd.h"
+#include "kml_perf_data.h"
 #include "kml_probe_file.h"
 #include "kml_ring_lib.h"
 
 #define DEFAULT_FILE	"kml-probe.data"
+#define DEFAULT_PERF	"perf.data"
+#define NATIVE_SUFFIX	".kml-probe"	/* record --format perf: the recording */
 #define DEFAULT_PAGES	64
 
 /* ---- the histogram both hist and report draw ---- */
@@ -73,6 +76,163 @@ void kml_probe_json_buckets(const __u64 *hist)
 	for (int k = 0; k < KML_PROBE_BUCKETS; k++)
 		b[k] = hist[k];
 	kml_json_hist(b, KML_PROBE_BUCKETS);
+}
+
+/* ---- reading a recording, converting it ---- */
+
+/*
+ * A whole file, read, not mapped: a mapped file that shrinks while it is
+ * parsed (another recording to the same path) kills the reader with
+ * SIGBUS; a read one is just shorter, and the parser says it is truncated.
+ */
+static uint8_t *read_whole(const char *path, size_t *lenp)
+{
+	struct stat st;
+	uint8_t *buf;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st))
+		kml_die("cannot read %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		kml_die("%s: not a regular file", path);
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf)
+		kml_die("%s", "out of memory");
+	while (len < (size_t)st.st_size &&
+	       (n = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (n < 0 && errno != EINTR)
+			kml_die("cannot read %s: %s", path, strerror(errno));
+		if (n > 0)
+			len += (size_t)n;
+	}
+	close(fd);
+	*lenp = len;
+	return buf;
+}
+
+static int sink_write(void *ctx, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, ctx) == n ? 0 : -1;
+}
+
+/*
+ * @in as perf.data in @out: written to a temporary file beside it and
+ * renamed into place once whole, so @out is never half a file; an
+ * existing @out is kept as @out.old, as perf does. Returns 0, or 1 with
+ * the reason said (the input was refused, or the output not written).
+ */
+static int convert_file(const char *in, const char *out, bool force, bool quiet)
+{
+	struct kml_perf_sink sink = { sink_write, NULL };
+	struct kml_perf_stats st;
+	char tmp[4096], old[4096], err[256];
+	struct kml_pf *pf;
+	struct stat sb;
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int fd, ret = 1;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= sizeof(tmp) ||
+	    (size_t)snprintf(old, sizeof(old), "%s.old", out) >= sizeof(old))
+		kml_die("output path too long: %s", out);
+	buf = read_whole(in, &len);
+	pf = malloc(sizeof(*pf));
+	if (!pf)
+		kml_die("%s", "out of memory");
+	/* What report refuses, convert refuses: the same reader decides. */
+	if (kml_pf_parse(buf, len, force, pf, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s: %s\n", kml_prog, in, err);
+		goto out;
+	}
+	/* Owner-only (mkstemp's 0600), as the recording: kernel values. */
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot create %s: %s\n", kml_prog, out, strerror(errno));
+		goto out;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		fprintf(stderr, "%s: cannot create %s: %s\n", kml_prog, tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	sink.ctx = f;
+	if (kml_perf_write(buf, len, pf, &sink, &st, err, sizeof(err))) {
+		fprintf(stderr, "%s: writing %s: %s\n", kml_prog, out, err);
+		fclose(f);
+		unlink(tmp);
+		goto out;
+	}
+	if (fflush(f) || fsync(fileno(f)) || fclose(f)) {
+		fprintf(stderr, "%s: writing %s: %s\n", kml_prog, out, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	if (!lstat(out, &sb) && rename(out, old)) {
+		fprintf(stderr, "%s: cannot keep the old %s as %s: %s\n", kml_prog, out, old,
+			strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, out)) {
+		fprintf(stderr, "%s: cannot rename %s to %s: %s\n", kml_prog, tmp, out,
+			strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	if (!quiet)
+		fprintf(stderr, "%s: wrote %" PRIu64 " samples of %u function%s%s to %s (perf.data, %" PRIu64 " bytes)\n",
+			kml_prog, st.samples, pf->nfuncs, pf->nfuncs == 1 ? "" : "s",
+			pf->complete ? "" : " (INCOMPLETE recording)", out, st.bytes);
+	ret = 0;
+out:
+	free(pf);
+	free(buf);
+	return ret;
+}
+
+int kml_probe_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "format", required_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *in = DEFAULT_FILE, *out = DEFAULT_PERF;
+	bool force = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":i:o:fF:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			in = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'F':
+			if (strcmp(optarg, "perf"))
+				kml_usage_error("bad --format '%s': convert writes perf", optarg);
+			break;
+		default:
+			kml_bad_option(c, argv);
+		}
+	}
+	kml_operands(argc - optind, argv + optind, 0, 1);
+	if (optind < argc)
+		in = argv[optind];
+	return convert_file(in, out, force, false);
 }
 
 /* ---- record ---- */
@@ -355,13 +515,17 @@ int kml_probe_record(int argc, char **argv)
 		{ "pages", required_argument, NULL, 'm' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seconds", required_argument, NULL, 'd' },
+		{ "format", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static char native[4096];
 	static struct recorder rec;
 	struct recorder *r = &rec;
 	uint32_t nargs = 0, pages = DEFAULT_PAGES;
 	uint64_t deadline = 0, total_lost = 0, wm;
 	struct kml_pf_header h = { .version = KML_PF_VERSION };
+	const char *perf_out = NULL;
+	bool perf = false;
 	char **cmd = NULL;
 	pid_t child = 0;
 	int c, status = 0, nopt = argc, ret, unknown = 0;
@@ -375,12 +539,20 @@ int kml_probe_record(int argc, char **argv)
 				kml_usage_error("%s", "give a COMMAND after --");
 			break;
 		}
-	r->path = DEFAULT_FILE;
+	r->path = NULL;
 	optind = 1;
-	while ((c = getopt_long(nopt, argv, ":o:a:m:d:", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":o:a:m:d:F:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			r->path = optarg;
+			break;
+		case 'F':
+			if (!strcmp(optarg, "perf"))
+				perf = true;
+			else if (!strcmp(optarg, "kml"))
+				perf = false;
+			else
+				kml_usage_error("bad --format '%s': kml or perf", optarg);
 			break;
 		case 'a':
 			nargs = (uint32_t)kml_arg_number(optarg, KML_PROBE_MAX_ARGS, "--args (0..6)");
@@ -403,6 +575,20 @@ int kml_probe_record(int argc, char **argv)
 	}
 	if (optind >= nopt)
 		kml_usage_error("%s", "give FUNC...");
+	/*
+	 * --format perf: the recording goes to FILE.kml-probe as ever (it
+	 * keeps what perf.data has no place for: missed and filtered calls),
+	 * and is converted to FILE (default perf.data) when it ends.
+	 */
+	if (perf) {
+		perf_out = r->path ? r->path : DEFAULT_PERF;
+		if ((size_t)snprintf(native, sizeof(native), "%s" NATIVE_SUFFIX, perf_out) >=
+		    sizeof(native))
+			kml_usage_error("output path too long: %s", perf_out);
+		r->path = native;
+	} else if (!r->path) {
+		r->path = DEFAULT_FILE;
+	}
 	if (nopt - optind > KML_PROBE_MAX_FUNCS)
 		kml_usage_error("at most %d functions at once", KML_PROBE_MAX_FUNCS);
 
@@ -539,6 +725,8 @@ int kml_probe_record(int argc, char **argv)
 	if (cmd && WIFEXITED(status) && WEXITSTATUS(status))
 		fprintf(stderr, "%s: %s exited with status %d\n", kml_prog, cmd[0],
 			WEXITSTATUS(status));
+	if (perf && convert_file(r->path, perf_out, false, false))
+		return 1;
 	/* A file whose totals are unknown is readable, but not a success. */
 	return unknown ? 1 : 0;
 }
@@ -663,12 +851,10 @@ int kml_probe_report(int argc, char **argv, int json)
 	unsigned int top = 10;
 	bool force = false;
 	struct kml_pf *pf;
-	struct stat st;
 	char err[256];
 	uint8_t *buf;
 	size_t len = 0;
-	ssize_t n;
-	int c, fd;
+	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":i:ft:", opts, NULL)) != -1) {
@@ -689,27 +875,7 @@ int kml_probe_report(int argc, char **argv, int json)
 	kml_operands(argc - optind, argv + optind, 0, 1);
 	if (optind < argc)
 		path = argv[optind];
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st))
-		kml_die("cannot read %s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		kml_die("%s: not a regular file", path);
-	/*
-	 * Read, not mapped: a mapped file that shrinks while it is parsed
-	 * (another recording to the same path) kills the reader with SIGBUS;
-	 * a read one is just shorter, and the parser says it is truncated.
-	 */
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf)
-		kml_die("%s", "out of memory");
-	while (len < (size_t)st.st_size &&
-	       (n = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
-		if (n < 0 && errno != EINTR)
-			kml_die("cannot read %s: %s", path, strerror(errno));
-		if (n > 0)
-			len += (size_t)n;
-	}
-	close(fd);
+	buf = read_whole(path, &len);
 	pf = malloc(sizeof(*pf));
 	if (!pf)
 		kml_die("%s", "out of memory");

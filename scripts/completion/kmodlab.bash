@@ -172,7 +172,7 @@ _kml_sensor_complete()
 
 _kml_probe_complete()
 {
-	local cmds='attach detach list hist reset call record report help'
+	local cmds='attach detach list hist reset call record report convert help'
 	local n funcs
 
 	_kml_parse ''
@@ -217,10 +217,11 @@ _kml_probe_complete()
 	record)
 		case $prev in
 		-o | --output) _kml_files; return ;;
+		-F | --format) _kml_reply "kml perf"; return ;;
 		-a | --args | -m | --pages | -d | --duration | --seconds) return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			_kml_reply "-o --output -a --args -m --pages -d --duration --seconds -- $_kml_common_opts"
+			_kml_reply "-o --output -F --format -a --args -m --pages -d --duration --seconds -- $_kml_common_opts"
 		else
 			_kml_kernel_funcs
 		fi
@@ -232,6 +233,17 @@ _kml_probe_complete()
 		esac
 		if [[ $cur == -* ]]; then
 			_kml_reply "--force --top --input $_kml_common_opts"
+		else
+			_kml_files
+		fi
+		;;
+	convert)
+		case $prev in
+		-i | --input | -o | --output) _kml_files; return ;;
+		-F | --format) _kml_reply "perf"; return ;;
+		esac
+		if [[ $cur == -* ]]; then
+			_kml_reply "-o --output --force -F --format --input $_kml_common_opts"
 		else
 			_kml_files
 		fi

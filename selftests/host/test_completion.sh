@@ -96,7 +96,7 @@ t()
 echo "TAP version 13"
 cd "$tmp/files" || exit 1
 t probe_commands_re 'record report reset' kml-probe re
-t probe_all_commands 'attach detach list hist reset call record report help' kml-probe ''
+t probe_all_commands 'attach detach list hist reset call record report convert help' kml-probe ''
 t probe_through_a_path 'record report reset' ./build/bin/kml-probe re
 t probe_common_options_before_the_command '--json --help --version' kml-probe --
 t probe_attach_text_symbols_only 'vfs_read vfs_readv vfs_read_helper' kml-probe attach vfs_r
@@ -109,14 +109,18 @@ FAKE_NOTHING_ATTACHED=1 t probe_detach_nothing_attached_uses_kallsyms \
 	'vfs_read vfs_readv vfs_read_helper' kml-probe detach vfs_r
 t probe_hist_window '-w' kml-probe hist vfs_read -w
 t probe_record_funcs 'vfs_read vfs_readv vfs_read_helper' kml-probe record -o x.data vfs_r
-t probe_record_options '-- --output --args --pages --duration --seconds --json --help --version' \
+t probe_record_options '-- --output --format --args --pages --duration --seconds --json --help --version' \
 	kml-probe record --
 t probe_record_output_file 'rec.data rdir rules.txt' kml-probe record -o ''
 t probe_record_command_after_dashdash 'truncate' kml-probe record vfs_read -- trunc
 t probe_report_files 'rec.data rdir rules.txt' kml-probe report ''
 t probe_report_options '--force' kml-probe report --f
+t probe_record_formats 'kml perf' kml-probe record -F ''
+t probe_convert_input_files 'rec.data rdir rules.txt' kml-probe convert ''
+t probe_convert_output_file 'rec.data rdir rules.txt' kml-probe convert rec.data -o ''
+t probe_convert_options '--force --format' kml-probe convert --f
 t probe_help_command 'record report reset' kml-probe help re
-t probe_help_commands 'attach detach list hist reset call record report' kml-probe help ''
+t probe_help_commands 'attach detach list hist reset call record report convert' kml-probe help ''
 _kml_kallsyms=$tmp/nonexistent
 t probe_attach_without_kallsyms '' kml-probe attach vfs_r
 _kml_kallsyms=$tmp/kallsyms

@@ -10,8 +10,11 @@
  * must have a row for each command a client's --help lists): its own
  * help, and status 2 for its bad words before any device is opened.
  */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -317,6 +320,54 @@ TEST(a_report_that_cannot_be_written_is_an_error)
 }
 
 /*
+ * convert: a recording as perf.data, 0600, renamed into place (the old
+ * one kept as .old); a file report refuses is refused with report's
+ * line, and leaves neither an output nor a temporary file.
+ */
+TEST(convert_writes_perf_data_or_nothing)
+{
+	static char out[4096], err[4096];
+	const char *file = KML_CORPUS_DIR "/kml_probe_file/two_funcs";
+	char dir[] = "/tmp/kml-cli-convert-XXXXXX", args[1024], path[256];
+	struct stat st;
+	struct dirent *d;
+	unsigned int n = 0;
+	DIR *dp;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(args, sizeof(args), "convert '%s' -o %s/p.data", file, dir);
+	ASSERT_EQ(0, run("kml-probe", args, out, err)) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "wrote 4 samples of 2 functions")) TH_LOG("%s", err);
+	snprintf(path, sizeof(path), "%s/p.data", dir);
+	ASSERT_EQ(0, stat(path, &st));
+	EXPECT_EQ(0600U, st.st_mode & 07777);
+	ASSERT_EQ(0, run("kml-probe", args, out, err)) TH_LOG("%s", err);
+	snprintf(path, sizeof(path), "%s/p.data.old", dir);
+	EXPECT_EQ(0, stat(path, &st));
+	/* Cut short: refused as report refuses it, and nothing is left. */
+	snprintf(args, sizeof(args), "head -c 700 '%s' > %s/cut", file, dir);
+	ASSERT_EQ(0, system(args));
+	snprintf(args, sizeof(args), "convert %s/cut -o %s/q.data", dir, dir);
+	ASSERT_EQ(1, run("kml-probe", args, out, err));
+	EXPECT_NE(NULL, strstr(err, "truncated: a record header is cut")) TH_LOG("%s", err);
+	snprintf(args, sizeof(args), "convert --force %s/cut -o %s/q.data", dir, dir);
+	ASSERT_EQ(0, run("kml-probe", args, out, err)) TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "INCOMPLETE")) TH_LOG("%s", err);
+	snprintf(args, sizeof(args), "convert '%s' -o %s/nodir/r.data", file, dir);
+	ASSERT_EQ(1, run("kml-probe", args, out, err));
+	EXPECT_NE(NULL, strstr(err, "nodir/r.data: No such file")) TH_LOG("%s", err);
+	dp = opendir(dir);
+	ASSERT_NE(NULL, dp);
+	while ((d = readdir(dp)))
+		if (d->d_name[0] != '.')
+			n++;
+	closedir(dp);
+	EXPECT_EQ(4U, n);	/* p.data, p.data.old, cut, q.data: no temporary */
+	snprintf(args, sizeof(args), "rm -rf %s", dir);
+	ASSERT_EQ(0, system(args));
+}
+
+/*
  * What the client can see is wrong without the device is a usage error
  * (2) before any device is opened; what only the device can judge (a
  * channel number's range) is its error (1, here: not loaded).
@@ -382,6 +433,7 @@ static const struct {
 	{ "kml-probe", "call", "call 2x 0" },
 	{ "kml-probe", "record", "record -d 2x vfs_read" },
 	{ "kml-probe", "report", "report --top abc" },
+	{ "kml-probe", "convert", "convert --format json" },
 	{ "kml-ring", "stat", "stat --bogus" },
 	{ "kml-ring", "produce", "produce --size 2x" },
 	{ "kml-ring", "consume", "consume --seconds 2x" },
