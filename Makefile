@@ -110,7 +110,6 @@ help:
 	@echo 'make demo       boot the test kernel, load the modules, run each client'
 	@echo 'make lint       checkpatch, sparse, W=1, kernel-doc, cppcheck, -Werror userspace'
 	@echo 'make lint-host  the same without the module build and sparse: no kernel is built'
-	@echo 'make KDIR=/lib/modules/$$(uname -r)/build modules  the modules for the running kernel'
 	@echo 'make bench      benchmarks in one guest run, reported as ratios (STOCK=6.12: on that stock kernel)'
 	@echo 'make bench-build  the benchmarks built, not run'
 	@echo 'make vm         interactive guest shell with the modules built'

@@ -370,7 +370,7 @@ int kml_probe_ioc_reset(void)
 	mutex_lock(&kml_probe_lock);
 	for (i = 0; i < KML_PROBE_MAX_FUNCS; i++)
 		if (kml_probe_fns[i])
-			kml_stats_reset(kml_probe_fns[i]->stats);	/* + the hook */
+			kml_stats_reset(kml_probe_fns[i]->stats); /* and hook */
 	mutex_unlock(&kml_probe_lock);
 	return 0;
 }

@@ -29,8 +29,8 @@ DEFINE_PER_CPU(unsigned int, kml_ring_wlock_depth);
  * the mutex. Only sized rings are listed, and each costs at least two
  * pages of the budget, so the walk is bounded by max_pages / 2 rings.
  */
-DEFINE_MUTEX(kml_rings_mutex);
-LIST_HEAD(kml_rings);
+DEFINE_MUTEX(kml_ring_list_mutex);
+LIST_HEAD(kml_ring_list);
 
 /**
  * kml_ring_write() - write a record to every sized ring
@@ -63,7 +63,7 @@ int kml_ring_write(u32 type, const void *data, u32 len)
 	if (type < KML_RING_REC_USER_BASE || len > KML_RING_MAX_PAYLOAD)
 		return -EINVAL;
 	rcu_read_lock();
-	list_for_each_entry_rcu(r, &kml_rings, node) {
+	list_for_each_entry_rcu(r, &kml_ring_list, node) {
 		bool wake = false;
 
 		kml_wlock(r, &flags);

@@ -173,9 +173,9 @@ int kml_ring_release(struct inode *inode, struct file *file)
 		kml_ring_free(r);
 		return 0;
 	}
-	mutex_lock(&kml_rings_mutex);
+	mutex_lock(&kml_ring_list_mutex);
 	list_del_rcu(&r->node);
-	mutex_unlock(&kml_rings_mutex);
+	mutex_unlock(&kml_ring_list_mutex);
 	/*
 	 * A kml_ring_write() may still be writing to it: free it after a
 	 * grace period, in a worker (vunmap() sleeps, so not in an RCU

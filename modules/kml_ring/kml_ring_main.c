@@ -290,9 +290,9 @@ int kml_ring_set_size_locked(struct kml_ring *r, u32 npages)
 	kml_ring_user_give(r->uid, old_n);
 
 	if (!r->listed) {
-		mutex_lock(&kml_rings_mutex);
-		list_add_tail_rcu(&r->node, &kml_rings);
-		mutex_unlock(&kml_rings_mutex);
+		mutex_lock(&kml_ring_list_mutex);
+		list_add_tail_rcu(&r->node, &kml_ring_list);
+		mutex_unlock(&kml_ring_list_mutex);
 		r->listed = true;
 	}
 	return 0;

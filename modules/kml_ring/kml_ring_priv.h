@@ -32,7 +32,7 @@ struct page;
 struct task_struct;
 
 struct kml_ring {
-	struct list_head node;		/* on kml_rings once sized (RCU) */
+	struct list_head node;		/* on kml_ring_list once sized (RCU) */
 	bool listed;
 	/*
 	 * Lock order: read_lock, then mmap_lock (user copies), then lock,
@@ -131,8 +131,8 @@ int kml_ring_user_take(kuid_t uid, unsigned long n, bool unlimited);
 void kml_ring_user_give(kuid_t uid, unsigned long n);
 
 /* kml_ring_api.c: other modules' writes (modules/include/kml_ring.h) */
-extern struct mutex kml_rings_mutex;
-extern struct list_head kml_rings;
+extern struct mutex kml_ring_list_mutex;
+extern struct list_head kml_ring_list;
 
 void kml_ring_wake_work(struct irq_work *work);
 

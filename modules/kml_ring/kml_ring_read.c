@@ -33,7 +33,7 @@ static ssize_t kml_read_records(struct kml_ring *r, char __user *buf,
 	lockdep_assert_held(&r->read_lock);
 	if (!r->size)
 		return -EINVAL;
-	/* Pairs with kml_ring_publish_locked(): records up to head are written. */
+	/* Pairs with kml_ring_publish_locked(): all up to head is written. */
 	head = smp_load_acquire(&r->head);
 	/* A tail moved by the consumer too: its reads are done. */
 	tail = smp_load_acquire(&r->ctrl->tail);

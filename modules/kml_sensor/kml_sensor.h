@@ -68,6 +68,8 @@ extern const struct kml_stats_desc kml_sensor_stats[KML_SENSOR_NR_STATS];
  * kml_sensor_main.c: the lock and wake-up, privilege, one reading.
  * kml_sensor_lock() takes kml_sensor_dev.lock and returns what
  * kml_sensor_unlock_wake() needs to drop it and wake the readers.
+ * Their definitions carry __acquires()/__releases(); here they would
+ * trip checkpatch, which takes "(void) __acquires(...)" for a definition.
  */
 u64 kml_sensor_lock(void);
 void kml_sensor_unlock_wake(u64 head_before);

@@ -59,7 +59,7 @@ MODULE_PARM_DESC(channels,
 /* One per open file: where it is in the alarm records. */
 struct kml_client {
 	struct mutex read_lock;	/* one reader at a time per file */
-	u64 cursor;		/* next record to read; under kml_sensor_dev.lock */
+	u64 cursor;		/* next record to read (kml_sensor_dev.lock) */
 };
 
 /* The one device: its state, and what its lock guards, in kml_sensor.h. */

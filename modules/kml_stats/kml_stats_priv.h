@@ -20,11 +20,11 @@ struct kml_stats_item {
 };
 
 struct kml_stats_set {
-	struct list_head node;		/* on kml_stats_sets, under kml_stats_lock */
+	struct list_head node;		/* on kml_stats_sets (kml_stats_lock) */
 	char name[KML_STATS_NAME_MAX + 1];
 	unsigned int nslots;
 	u64 __percpu *slots;
-	u64 *base;			/* reset baseline, written under kml_stats_lock */
+	u64 *base;			/* reset baseline (kml_stats_lock) */
 	void (*on_reset)(void *data);	/* under kml_stats_lock */
 	void *on_reset_data;
 	unsigned int n;

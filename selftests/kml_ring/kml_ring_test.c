@@ -1395,7 +1395,6 @@ TEST(close_then_signal_ends_a_blocked_wait)
 	signal(SIGUSR1, SIG_DFL);
 }
 
-/* Item 7: a read-only file could not map, and read(fd, buf, 0) blocked. */
 /* The client's output it cannot write is an error (it exited 0). */
 TEST(client_output_that_cannot_be_written)
 {
@@ -1407,6 +1406,7 @@ TEST(client_output_that_cannot_be_written)
 	EXPECT_NE(NULL, strstr(out, "cannot write the output")) TH_LOG("%s", out);
 }
 
+/* Item 7: a read-only file could not map, and read(fd, buf, 0) blocked. */
 TEST(read_only_consumers)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
