@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make check-stock`, packages: install what `make deb` built on a system
 # that runs Debian's stock kernel, as its administrator would, and use it.
-#   scripts/deb-install.sh STOCK_DIR ABI PKG_DIR [LOWER]
+#   scripts/deb-install.sh STOCK_DIR ABI PKG_DIR [LOWER [HEADERS]]
 # STOCK_DIR and ABI are scripts/stock.sh's unpacked kernel image and its
 # release; PKG_DIR receives the installed system's changes. LOWER is the
 # system installed into, as an overlay lowerdir: / (this host, the
-# default; HEADERS:/ with the kernel's headers, unpacked in HEADERS, over
-# it), or the Debian 13 system of scripts/trixie-root.sh for a
-# Debian 13 kernel, whose headers this host cannot build with. The
+# default), or the Debian 13 system of scripts/trixie-root.sh for a
+# Debian 13 kernel, whose headers this host cannot build with. HEADERS is
+# Debian 12's headers unpacked (scripts/stock.sh): bound over LOWER's
+# /usr/src and /usr/lib, and its lib/modules/ABI/build link laid over
+# LOWER's, so that DKMS finds them as if installed (a second lower layer
+# inside / would overlap it, which overlayfs refuses with ELOOP). The
 # packages are taken from KMODLAB_DEB_DIR (default build/deb).
 #
 # Part 1, here on the host: a writable overlay of that system (its changes
@@ -28,8 +31,8 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-stock=${1:?usage: deb-install.sh STOCK_DIR ABI PKG_DIR [LOWER]} abi=${2:?} pkg=${3:?}
-lower=${4:-/}
+stock=${1:?usage: deb-install.sh STOCK_DIR ABI PKG_DIR [LOWER [HEADERS]]} abi=${2:?} pkg=${3:?}
+lower=${4:-/} hdrs=${5:-}
 # PKG_DIR is emptied: never the root, never a relative surprise
 pkg=$(realpath -m "$pkg")
 [[ $pkg != / && -d $stock/lib/modules/$abi ]] || { echo "deb-install.sh: bad arguments" >&2; exit 2; }
@@ -49,10 +52,17 @@ finish() {
 overlay() {
 	# shellcheck disable=SC2016
 	unshare -m bash -euo pipefail -c '
-		pkg=$1 stock=$2 lower=$3 root=$1/root
+		pkg=$1 stock=$2 lower=$3 hdrs=$4 root=$1/root
 		mods=/lib/modules
 		mount -t overlay overlay -o "lowerdir=$lower,upperdir=$pkg/up,workdir=$pkg/work" "$root"
 		[[ $lower == / ]] || mods=$root/lib/modules
+		if [[ -n $hdrs ]]; then
+			for d in "$hdrs"/usr/src/* "$hdrs"/usr/lib/*; do
+				mkdir -p "$root/${d#"$hdrs"/}"
+				mount --bind "$d" "$root/${d#"$hdrs"/}"
+			done
+			mods=$hdrs/lib/modules:$mods
+		fi
 		mount -t overlay overlay \
 			-o "lowerdir=$stock/lib/modules:$mods,upperdir=$pkg/mup,workdir=$pkg/mwork" \
 			"$root/lib/modules"
@@ -65,9 +75,9 @@ overlay() {
 			chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 				HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 		}
-		shift 3
+		shift 4
 		eval "$1"
-	' deb-install "$pkg" "$stock" "$lower" "$@"
+	' deb-install "$pkg" "$stock" "$lower" "$hdrs" "$@"
 }
 
 rm -rf "$pkg"
@@ -75,7 +85,7 @@ mkdir -p "$pkg"/{up,work,mup,mwork,root}
 # The lower layer is this system's root filesystem alone: a /usr or /var
 # mounted apart would be missing from it.
 for d in /usr /var /lib; do
-	[[ ${lower##*:} != / || $(findmnt -n -o TARGET --target "$d") == / ]] ||
+	[[ $lower != / || $(findmnt -n -o TARGET --target "$d") == / ]] ||
 		{ bad "$d is a mount of its own: the overlay of / would miss it"; finish; }
 done
 # The packages go in by /tmp (a tmpfs, so not among the changes): the

@@ -311,15 +311,14 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 # removed on this kernel in a guest (scripts/deb-install.sh): on this
 # host's system, or for Debian 13 on the chroot's.
 ((packages)) && make_deb
-# (Debian 12's headers, unpacked above, over this host's /)
 lower=/
-((deb13)) || lower=$hdr:/
 if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
 	bad "packages: no Debian 13 system to install into"
 	lower=
 fi
 if [[ $debs == ok && -n $lower ]]; then
-	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" "$lower" \
+	# (Debian 12's: with the headers unpacked above, as if installed)
+	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" "$lower" "$hdr" \
 		> "$repo/build/stock-$series-deb-install.log" 2>&1
 	grep -E '^(PASS|FAIL): ' "$repo/build/stock-$series-deb-install.log"
 	read -r p _ f _ < <(tail -n 1 "$repo/build/stock-$series-deb-install.log")
