@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -442,6 +444,84 @@ TEST_F(dev, unprivileged_changes_are_eperm)
 	close(nb);
 }
 
+/* Writes @s to /proc/self/@file; 0 or -1. */
+static int write_self(const char *file, const char *s)
+{
+	char path[64];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "/proc/self/%s", file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Nobody makes a user namespace of its own and is root in it (uid 0, every
+ * capability there), then tries every change: the device is the whole
+ * machine's, so that root does not count.
+ */
+static int userns_root_tries_everything(int pipefd, void *arg)
+{
+	struct kml_sensor_alarm a = {
+		.channel = 0, .flags = KML_SENSOR_ALARM_ENABLED,
+		.low_mc = 0, .high_mc = 1000,
+	};
+	struct kml_sensor_info info;
+	uint32_t ms = 50;
+	int fd;
+
+	(void)pipefd;
+	(void)arg;
+	/*
+	 * setuid() made the process undumpable, which gives its /proc/self
+	 * files to root: make them its own again, to write its maps.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) || unshare(CLONE_NEWUSER))
+		return 30;
+	if (write_self("uid_map", "0 65534 1") ||
+	    write_self("setgroups", "deny") ||
+	    write_self("gid_map", "0 65534 1"))
+		return 31;
+	if (getuid() != 0)
+		return 32;
+	fd = open(DEV, O_RDWR);
+	if (fd < 0)
+		return 33;
+	if (ioctl(fd, KML_SENSOR_IOC_SET_PERIOD, &ms) != -1 || errno != EPERM)
+		return 34;
+	if (ioctl(fd, KML_SENSOR_IOC_SET_ALARM, &a) != -1 || errno != EPERM)
+		return 35;
+	if (inject(fd, 0, 0) != -EPERM)
+		return 36;
+	if (ioctl(fd, KML_SENSOR_IOC_RESET) != -1 || errno != EPERM)
+		return 37;
+	/* Reading is still for everyone. */
+	if (ioctl(fd, KML_SENSOR_IOC_GET_INFO, &info))
+		return 38;
+	close(fd);
+	return 0;
+}
+
+TEST_F(dev, user_namespace_root_changes_are_eperm)
+{
+	struct kml_sensor_event ev;
+	int nb = open(DEV, O_RDONLY | O_NONBLOCK);
+
+	ASSERT_GE(nb, 0);
+	ASSERT_EQ(0, set_alarm(self->fd, 0, -1000, 100000));
+	get_state(self->fd, &self->before);
+	EXPECT_EQ(0, as_nobody(userns_root_tries_everything, -1, NULL))
+		TH_LOG("30-32: no user namespace could be made; 34-37: a change by root in its own user namespace was not EPERM");
+	expect_unchanged(_metadata, self->fd, &self->before);
+	EXPECT_EQ(-1, read(nb, &ev, sizeof(ev)));
+	EXPECT_EQ(EAGAIN, errno);
+	close(nb);
+}
+
 /* Opens the device as nobody, says so on the pipe, waits for one record. */
 static int nobody_waits_for_an_alarm(int pipefd, void *arg)
 {
@@ -858,7 +938,8 @@ TEST_F_TIMEOUT(dev, signal_interrupts_blocking_reads, 2 * WORK_CAP_S + 60)
 
 struct excl_waiter {
 	int ep;
-	int n;
+	volatile pid_t tid;
+	volatile int n;
 };
 
 static void *excl_wait(void *arg)
@@ -866,18 +947,22 @@ static void *excl_wait(void *arg)
 	struct excl_waiter *w = arg;
 	struct epoll_event out;
 
+	w->tid = gettid();
 	w->n = epoll_wait(w->ep, &out, 1, 20000);
 	return NULL;
 }
 
 /*
  * All files share one wait queue: a wake-up for one exclusive waiter
- * (EPOLLEXCLUSIVE) must not leave another file's waiter asleep.
+ * (EPOLLEXCLUSIVE) must not leave another file's waiter asleep. Both
+ * waiters are asleep in epoll_wait() before the record comes (a waiter
+ * not yet asleep would see it anyway, and so would not judge the wake-up).
  */
-TEST_F(dev, exclusive_waiters_of_every_file_wake)
+/* Two waits of up to WORK_CAP_S each for a waiter to sleep. */
+TEST_F_TIMEOUT(dev, exclusive_waiters_of_every_file_wake, 2 * WORK_CAP_S + 60)
 {
 	struct epoll_event e = { .events = EPOLLIN | EPOLLEXCLUSIVE };
-	struct excl_waiter w[2];
+	static struct excl_waiter w[2];	/* a waiter left behind outlives the frame */
 	pthread_t th[2];
 	int fd[2];
 
@@ -887,11 +972,16 @@ TEST_F(dev, exclusive_waiters_of_every_file_wake)
 		w[i].ep = epoll_create1(EPOLL_CLOEXEC);
 		ASSERT_GE(w[i].ep, 0);
 		ASSERT_EQ(0, epoll_ctl(w[i].ep, EPOLL_CTL_ADD, fd[i], &e));
+		w[i].tid = 0;
 		w[i].n = -2;
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, excl_wait, &w[i]));
 	}
-	/* A waiter not yet asleep sees the record anyway: no false failure. */
-	usleep(300000);
+	for (int i = 0; i < 2; i++) {
+		while (!w[i].tid)
+			usleep(1000);
+		ASSERT_EQ(0, wait_sleeping(w[i].tid));
+		EXPECT_EQ(-2, w[i].n) TH_LOG("epoll_wait() returned before any record");
+	}
 	ASSERT_EQ(0, set_alarm(self->fd, 0, 0, 10000));
 	for (int i = 0; i < 2; i++) {
 		pthread_join(th[i], NULL);
