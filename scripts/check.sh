@@ -191,6 +191,7 @@ tap_script bash test_make_help.sh	# make help names every target
 tap_script bash test_ksrc.sh	# the selftests take kselftest_harness.h from KDIR= or KSRC=
 tap_script bash test_man_abi.sh	# kmodlab(4)'s ABI versions and ioctl numbers
 tap_script bash test_doc_errno.sh	# the error names the documents give are the uapi headers'
+tap_script bash test_doc_numbers.sh	# the numbers the documents quote are docs/measured.md's
 tap_script bash test_gcov_collect.sh	# kml-gcov-collect's command line
 tap_script bash test_uninstall.sh	# make uninstall-userspace undoes install-userspace
 # The client against a fixture: no module needed, leaks checked.

@@ -53,6 +53,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = os.path.join(REPO, "labs")
 BEGIN = re.compile(r"^(?P<ind>\s*)/\* LAB (?P<lab>[a-z0-9_]+) (?P<step>\d+): ?(?P<text>.*)$")
 END = re.compile(r"^(?P<ind>\s*)/\* LAB (?P<lab>[a-z0-9_]+) (?P<step>\d+) end(?:: (?P<stub>.*?))? \*/\s*$")
+# A number a sheet quotes from docs/measured.md (scripts/doc-numbers.py).
+NUMBER_QUOTE = re.compile(r"<!--n:[a-z0-9-]+-->(.*?)<!--/n-->")
 # Warnings a skeleton may trigger only because code is missing.
 SKEL_CFLAGS = ("-Wno-unused-function -Wno-unused-variable -Wno-unused-label "
                "-Wno-unused-but-set-variable -Wno-unused-const-variable")
@@ -448,7 +450,10 @@ def gen(lab, step, dest, force=False, quiet=False):
             f.write(cut(os.path.join(REPO, src), lab["name"], step))
     sheet = os.path.join(lab["dir"], "README.md")
     if os.path.exists(sheet):
-        shutil.copy(sheet, os.path.join(dest, "LAB.md"))
+        # the numbers it quotes from docs/measured.md, without their
+        # markers (scripts/doc-numbers.py): the student reads it raw
+        with open(sheet) as f, open(os.path.join(dest, "LAB.md"), "w") as g:
+            g.write(NUMBER_QUOTE.sub(r"\1", f.read()))
     with open(os.path.join(dest, "Makefile"), "w") as f:
         f.write(f"""# Student tree of kmodlab lab '{lab['name']}' (generated at step {step}).
 # `make` builds your module(s); `make grade` builds, boots the test guest

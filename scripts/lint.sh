@@ -61,6 +61,13 @@ else
 	echo "$errno_bad"
 	bad "kmodlab(4), docs/modules.md: every device's error names are in its uapi header"
 fi
+# the numbers the documents quote are docs/measured.md's
+if numbers_bad=$("$here/doc-numbers.py" 2>&1); then
+	ok "the numbers the documents quote are docs/measured.md's"
+else
+	echo "$numbers_bad"
+	bad "the numbers the documents quote are docs/measured.md's"
+fi
 if [[ -z $spdx_bad ]]; then
 	ok "SPDX licence tags (LICENSE)"
 else

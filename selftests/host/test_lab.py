@@ -281,6 +281,24 @@ def a_student_tree_holds_no_other_labs_answer():
 
 
 @test
+def a_sheet_shows_its_quoted_numbers_without_markers():
+    # lab filter's sheet quotes a measured grade time (scripts/doc-numbers.py)
+    with open(os.path.join(lab.LABS, "filter", "README.md")) as f:
+        raw = f.read()
+    quoted = lab.NUMBER_QUOTE.findall(raw)
+    assert quoted, "the filter sheet quotes no number"
+    d = tree_of("filter")
+    try:
+        with open(os.path.join(d, "LAB.md")) as f:
+            sheet = f.read()
+        assert "<!--n:" not in sheet and "<!--/n-->" not in sheet
+        for value in quoted:
+            assert value in sheet, value
+    finally:
+        shutil.rmtree(d)
+
+
+@test
 def probe_tree_has_no_filter_or_hello_source():
     d = tree_of("probe")
     try:
