@@ -2780,6 +2780,54 @@ TEST_F_TIMEOUT(record, client_output_file_is_private_and_kept, 600)
 }
 
 /*
+ * record -F perf: perf itself reads every call back, with the latency
+ * the recording has (the sum of perf's periods is the report's sum_ns),
+ * and the recording is kept beside it.
+ */
+TEST_F_TIMEOUT(record, client_perf_data_is_read_by_perf, 600)
+{
+	char cmd[1024], out[65536];
+	unsigned long long period, sum = 0;
+	long want_sum;
+	int lines = 0;
+	char *p;
+
+	if (system("perf --version >/dev/null 2>&1"))
+		SKIP(return, "no perf in this guest");
+	ASSERT_EQ(0, detach(self->fd, TARGET));
+	unlink("p.data");
+	unlink("p.data.kml-probe");
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "record -F perf -o p.data " TARGET
+				" -- %s/kml-probe call 9 50", getenv("KMODLAB_BIN")))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, KML_CLIENT("kml-probe", "--json report p.data.kml-probe"));
+	EXPECT_EQ(9, json_num(out, "records")) TH_LOG("%s", out);
+	p = strstr(out, "\"func\":\"" TARGET "\"");
+	ASSERT_NE(NULL, p) TH_LOG("%s", out);
+	want_sum = json_num(p, "sum_ns");
+	ASSERT_GT(want_sum, 0);
+	/* one line per call: the event and its period, nothing else */
+	snprintf(cmd, sizeof(cmd), "perf script -i p.data -F event,period 2>&1");
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	for (p = strtok(out, "\n"); p; p = strtok(NULL, "\n")) {
+		char event[128];
+
+		/* "  <period> kml_probe:<func>: " */
+		if (sscanf(p, "%llu %127s", &period, event) == 2 &&
+		    !strcmp(event, "kml_probe:" TARGET ":")) {
+			sum += period;
+			lines++;
+		}
+	}
+	EXPECT_EQ(9, lines);
+	EXPECT_EQ((unsigned long long)want_sum, sum);
+	/* perf refuses the file cut short, as it refuses its own */
+	ASSERT_EQ(0, truncate("p.data", 64));
+	snprintf(cmd, sizeof(cmd), "perf script -i p.data 2>&1");
+	EXPECT_NE(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+}
+
+/*
  * Someone detaches the function in the middle of a recording: the
  * kernel's totals for it are gone. The recorder says so, exits 1, and
  * still writes a file report reads (totals marked unknown); and it does
