@@ -11,8 +11,8 @@
  * milliseconds (at most 10 s, under the RCU stall warning's default of
  * 21 s) have passed. Meanwhile every synchronize_rcu() on the machine
  * waits for it, not only the one under test. Reading "hold" gives
- * "<inside> <unlock>": 1 while a reader is in, and the CLOCK_MONOTONIC
- * nanoseconds at which the last one left.
+ * "<inside> <unlock> <lock>": 1 while a reader is in, and the
+ * CLOCK_MONOTONIC nanoseconds at which the last one left and came in.
  * An update that waits for readers returns after that time; one that
  * does not, before it.
  */
@@ -29,7 +29,7 @@
 static struct dentry *dir;
 static DEFINE_MUTEX(hold_mutex);	/* one reader at a time */
 static bool inside, released;
-static u64 unlock_ns;
+static u64 unlock_ns, lock_ns;
 
 static ssize_t hold_write(struct file *file, const char __user *ubuf,
 			  size_t count, loff_t *ppos)
@@ -48,6 +48,7 @@ static ssize_t hold_write(struct file *file, const char __user *ubuf,
 	WRITE_ONCE(released, false);
 	end = ktime_get_ns() + (u64)ms * NSEC_PER_MSEC;
 	rcu_read_lock();
+	WRITE_ONCE(lock_ns, ktime_get_ns());
 	WRITE_ONCE(inside, true);
 	/* a reader may not sleep: it spins, as a long packet path would */
 	while (!READ_ONCE(released) && ktime_get_ns() < end)
@@ -62,11 +63,11 @@ static ssize_t hold_write(struct file *file, const char __user *ubuf,
 static ssize_t hold_read(struct file *file, char __user *ubuf, size_t count,
 			 loff_t *ppos)
 {
-	char buf[32];
+	char buf[48];
 	int n;
 
-	n = scnprintf(buf, sizeof(buf), "%d %llu\n", READ_ONCE(inside),
-		      READ_ONCE(unlock_ns));
+	n = scnprintf(buf, sizeof(buf), "%d %llu %llu\n", READ_ONCE(inside),
+		      READ_ONCE(unlock_ns), READ_ONCE(lock_ns));
 	return simple_read_from_buffer(ubuf, count, ppos, buf, n);
 }
 
