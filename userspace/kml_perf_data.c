@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -58,19 +57,6 @@ struct conv {
 	int failed;		/* a write failed: errno says why */
 	int too_big;		/* a sample past 64 KiB (it cannot be) */
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int out(struct conv *c, const void *p, size_t n)
 {
@@ -294,10 +280,10 @@ int kml_perf_write(const void *buf, size_t len, const struct kml_pf *pf,
 
 	memset(st, 0, sizeof(*st));
 	if (pf->nfuncs < 1 || pf->nfuncs > KML_PROBE_MAX_FUNCS)
-		return fail(err, errlen, "no functions to convert");
+		return kml_pf_fail(err, errlen, "no functions to convert");
 	/* Pass 1: sizes, times, CPUs. */
 	if (kml_pf_each_call(buf, len, pf, size_call, &c))
-		return fail(err, errlen, "the file changed since it was read");
+		return kml_pf_fail(err, errlen, "the file changed since it was read");
 	for (unsigned int i = 0; i < pf->nfuncs; i++)
 		if (lost_of(&pf->funcs[i]))
 			c.data_size += lost_size();
@@ -331,7 +317,7 @@ int kml_perf_write(const void *buf, size_t len, const struct kml_pf *pf,
 	if (kml_pf_each_call(buf, len, pf, write_call, &c)) {
 		if (c.failed)
 			goto write_failed;
-		return fail(err, errlen, "the file changed since it was read");
+		return kml_pf_fail(err, errlen, "the file changed since it was read");
 	}
 	for (unsigned int i = 0; i < pf->nfuncs; i++) {
 		uint64_t lost = lost_of(&pf->funcs[i]);
@@ -343,7 +329,7 @@ int kml_perf_write(const void *buf, size_t len, const struct kml_pf *pf,
 		st->lost += lost;
 	}
 	if (st->samples != pf->records)
-		return fail(err, errlen, "the file changed since it was read");
+		return kml_pf_fail(err, errlen, "the file changed since it was read");
 
 	/* The feature table, right after the data, then each feature. */
 	off = h.data.offset + h.data.size + NFEATS * sizeof(struct file_section);
@@ -358,10 +344,10 @@ int kml_perf_write(const void *buf, size_t len, const struct kml_pf *pf,
 		if (write_feat(&c, feats[i]))
 			goto write_failed;
 	if (st->bytes != off)
-		return fail(err, errlen, "internal error: %llu bytes written, %llu planned",
+		return kml_pf_fail(err, errlen, "internal error: %llu bytes written, %llu planned",
 			    (unsigned long long)st->bytes, (unsigned long long)off);
 	return 0;
 
 write_failed:
-	return fail(err, errlen, "%s", strerror(errno));
+	return kml_pf_fail(err, errlen, "%s", strerror(errno));
 }

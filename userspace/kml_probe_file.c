@@ -13,10 +13,7 @@
 
 #include "kml_probe_file.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int kml_pf_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -87,28 +84,28 @@ static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 	struct kml_pf_header *h = &pf->hdr;
 
 	if (len < sizeof(*h))
-		return fail(err, errlen, "truncated: %zu bytes, shorter than the %zu-byte header",
+		return kml_pf_fail(err, errlen, "truncated: %zu bytes, shorter than the %zu-byte header",
 			    len, sizeof(*h));
 	memcpy(h, buf, sizeof(*h));
 	if (memcmp(h->magic, KML_PF_MAGIC, sizeof(h->magic)))
-		return fail(err, errlen, "not a kml-probe record file (bad magic)");
+		return kml_pf_fail(err, errlen, "not a kml-probe record file (bad magic)");
 	if (h->bom != KML_PF_BOM)
-		return fail(err, errlen, "recorded on a machine of the other byte order");
+		return kml_pf_fail(err, errlen, "recorded on a machine of the other byte order");
 	if (h->version != KML_PF_VERSION)
-		return fail(err, errlen, "format version %u; this kml-probe reads version %u",
+		return kml_pf_fail(err, errlen, "format version %u; this kml-probe reads version %u",
 			    h->version, KML_PF_VERSION);
 	if (h->header_size < sizeof(*h) || h->header_size % 8 ||
 	    h->attr_size < sizeof(struct kml_pf_attr) || h->attr_size % 8)
-		return fail(err, errlen, "corrupt header: header size %u, attribute size %u",
+		return kml_pf_fail(err, errlen, "corrupt header: header size %u, attribute size %u",
 			    h->header_size, h->attr_size);
 	if (h->nattrs < 1 || h->nattrs > KML_PROBE_MAX_FUNCS)
-		return fail(err, errlen, "corrupt header: %u functions (1..%d)",
+		return kml_pf_fail(err, errlen, "corrupt header: %u functions (1..%d)",
 			    h->nattrs, KML_PROBE_MAX_FUNCS);
 	if (h->flags)
-		return fail(err, errlen, "corrupt header: unknown flags %#x", h->flags);
+		return kml_pf_fail(err, errlen, "corrupt header: unknown flags %#x", h->flags);
 	/* Divided, not multiplied: nattrs * attr_size wraps a 32-bit size_t. */
 	if (len < h->header_size || h->attr_size > (len - h->header_size) / h->nattrs)
-		return fail(err, errlen, "truncated: the function table ends past the file's %zu bytes",
+		return kml_pf_fail(err, errlen, "truncated: the function table ends past the file's %zu bytes",
 			    len);
 	*off = h->header_size;
 	for (unsigned int i = 0; i < h->nattrs; i++, *off += h->attr_size) {
@@ -116,15 +113,15 @@ static int parse_header(const uint8_t *buf, size_t len, struct kml_pf *pf,
 
 		memcpy(a, buf + *off, sizeof(*a));
 		if (!memchr(a->func, '\0', sizeof(a->func)) || !a->func[0])
-			return fail(err, errlen, "corrupt function table: entry %u has no name", i);
+			return kml_pf_fail(err, errlen, "corrupt function table: entry %u has no name", i);
 		if (!func_name_ok(a->func))
-			return fail(err, errlen,
+			return kml_pf_fail(err, errlen,
 				    "corrupt function table: entry %u is not a function name", i);
 		if (a->nargs > KML_PROBE_MAX_ARGS || a->reserved)
-			return fail(err, errlen, "corrupt function table: %s: %u arguments",
+			return kml_pf_fail(err, errlen, "corrupt function table: %s: %u arguments",
 				    a->func, a->nargs);
 		if (func_of(pf, a->id))
-			return fail(err, errlen, "corrupt function table: tag %u used twice",
+			return kml_pf_fail(err, errlen, "corrupt function table: tag %u used twice",
 				    a->id);
 		pf->nfuncs++;
 		pf->funcs[i].min_ns = UINT64_MAX;
@@ -141,10 +138,10 @@ static int parse_call(struct kml_pf *pf, const uint8_t *p, size_t off, char *err
 	memcpy(&ev, p, sizeof(ev));
 	f = func_of(pf, ev.id);
 	if (!f)
-		return fail(err, errlen, "corrupt record at offset %zu: unknown function tag %u",
+		return kml_pf_fail(err, errlen, "corrupt record at offset %zu: unknown function tag %u",
 			    off, ev.id);
 	if (ev.nargs != f->attr.nargs || ev.reserved)
-		return fail(err, errlen, "corrupt record at offset %zu: %u arguments for %s",
+		return kml_pf_fail(err, errlen, "corrupt record at offset %zu: %u arguments for %s",
 			    off, ev.nargs, f->attr.func);
 	f->calls++;
 	f->sum_ns += ev.duration_ns;
@@ -167,7 +164,7 @@ static int parse_summary(struct kml_pf *pf, const uint8_t *p, size_t off,
 	memcpy(&s, p, sizeof(s));
 	f = func_of(pf, s.id);
 	if (!f || f->summarized || (s.flags & ~KML_PF_SUM_UNKNOWN))
-		return fail(err, errlen, "corrupt summary at offset %zu (tag %u)", off, s.id);
+		return kml_pf_fail(err, errlen, "corrupt summary at offset %zu (tag %u)", off, s.id);
 	f->summarized = true;
 	f->sum = s;
 	return 0;
@@ -177,18 +174,18 @@ static int parse_summary(struct kml_pf *pf, const uint8_t *p, size_t off,
 static int check_totals(struct kml_pf *pf, char *err, size_t errlen)
 {
 	if (pf->end.records != pf->records)
-		return fail(err, errlen, "corrupt: %llu call records, but the end record counts %llu",
+		return kml_pf_fail(err, errlen, "corrupt: %llu call records, but the end record counts %llu",
 			    (unsigned long long)pf->records,
 			    (unsigned long long)pf->end.records);
 	for (unsigned int i = 0; i < pf->nfuncs; i++) {
 		struct kml_pf_func *f = &pf->funcs[i];
 
 		if (!f->summarized)
-			return fail(err, errlen, "corrupt: no summary for %s", f->attr.func);
+			return kml_pf_fail(err, errlen, "corrupt: no summary for %s", f->attr.func);
 		if (f->sum.flags & KML_PF_SUM_UNKNOWN)
 			continue;
 		if (f->sum.written != f->calls)
-			return fail(err, errlen, "corrupt: %s has %llu records, but %llu were written",
+			return kml_pf_fail(err, errlen, "corrupt: %s has %llu records, but %llu were written",
 				    f->attr.func, (unsigned long long)f->calls,
 				    (unsigned long long)f->sum.written);
 	}
@@ -211,23 +208,23 @@ int kml_pf_parse(const void *buf, size_t len, bool force, struct kml_pf *pf,
 		int ret = 0;
 
 		if (pf->complete)
-			return fail(err, errlen, "corrupt: data after the end record, at offset %zu",
+			return kml_pf_fail(err, errlen, "corrupt: data after the end record, at offset %zu",
 				    off);
 		/* A killed recorder may leave half a record: --force stops there. */
 		if (len - off < sizeof(rec)) {
 			if (force)
 				break;
-			return fail(err, errlen, "truncated: a record header is cut at offset %zu",
+			return kml_pf_fail(err, errlen, "truncated: a record header is cut at offset %zu",
 				    off);
 		}
 		memcpy(&rec, b + off, sizeof(rec));
 		if (rec.size < sizeof(rec) || rec.size % KML_RING_ALIGN)
-			return fail(err, errlen, "corrupt record at offset %zu: size %u",
+			return kml_pf_fail(err, errlen, "corrupt record at offset %zu: size %u",
 				    off, rec.size);
 		if (rec.size > len - off) {
 			if (force)
 				break;
-			return fail(err, errlen, "truncated: the record at offset %zu is cut", off);
+			return kml_pf_fail(err, errlen, "truncated: the record at offset %zu is cut", off);
 		}
 		p = b + off + sizeof(rec);
 		switch (rec.type) {
@@ -248,7 +245,7 @@ int kml_pf_parse(const void *buf, size_t len, bool force, struct kml_pf *pf,
 			break;
 		}
 		if (rec.size - sizeof(rec) < need)
-			return fail(err, errlen, "corrupt record at offset %zu: type %u in %u bytes",
+			return kml_pf_fail(err, errlen, "corrupt record at offset %zu: type %u in %u bytes",
 				    off, rec.type, rec.size);
 		if (rec.type == KML_PROBE_REC_CALL) {
 			ret = parse_call(pf, p, off, err, errlen);
@@ -271,7 +268,7 @@ int kml_pf_parse(const void *buf, size_t len, bool force, struct kml_pf *pf,
 	if (pf->complete)
 		return check_totals(pf, err, errlen);
 	if (!force)
-		return fail(err, errlen, "truncated: no end record (was the recorder killed?); --force reads what is there");
+		return kml_pf_fail(err, errlen, "truncated: no end record (was the recorder killed?); --force reads what is there");
 	return 0;
 }
 

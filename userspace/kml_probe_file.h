@@ -179,6 +179,13 @@ int kml_pf_each_call(const void *buf, size_t len, const struct kml_pf *pf,
 			       const struct kml_probe_event *ev, void *arg),
 		     void *arg);
 
+/*
+ * A refusal's reason: @fmt formatted into @err (@errlen bytes); returns
+ * -1. The reader's, and the perf.data converter's (kml_perf_data.c).
+ */
+int kml_pf_fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* log2 bucket of a latency: 0 for 0, k for 2^(k-1) <= ns < 2^k. */
 unsigned int kml_pf_bucket(uint64_t ns);
 
