@@ -243,15 +243,36 @@ seat_test() {
 			fi
 		}
 		ip link show | grep -q "state UP" && { echo "FAIL: the seat has a network"; exit 1; }
-		tar -C "$root/root" -xf "$bundle"
-		step "scripts/workshop.sh install sets the seat up" \
-			"cd /root/kmodlab && scripts/workshop.sh install"
-		step "make lab LAB=hello, then make -C work/hello builds" \
-			"cd /root/kmodlab && make lab LAB=hello && make -C work/hello"
-		step "make grade LAB=hello grades the fresh tree in the guest" \
-			"cd /root/kmodlab && { make grade LAB=hello || true; } > /root/grade.txt 2>&1 && grep -E \"^Total: \[[0-6]/7\]\" /root/grade.txt"
-		step "the solution gets full marks (STEP=5)" \
-			"cd /root/kmodlab && make lab LAB=hello STEP=5 DIR=/root/sol && make grade LAB=hello DIR=/root/sol | grep -E \"^Total: \[7/7\]\""
+		# As in the room: a student account with the bundle in its home,
+		# the install by sudo (SUDO_USER names the student), the labs run
+		# by the student.
+		chroot "$root" useradd -m -s /bin/bash student
+		tar -C "$root/home/student" -xf "$bundle"
+		chroot "$root" chown -R student: /home/student/kmodlab
+		student() { chroot "$root" runuser -u student -- /usr/bin/env -i \
+			PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/home/student LANG=C.UTF-8 TERM=dumb \
+			bash -euo pipefail -c "cd /home/student/kmodlab && $1"; }
+		sstep() { # $1 = what, $2 = commands the student runs
+			local t=$SECONDS log=$dir/step$((++n)).log
+			if student "$2" > "$log" 2>&1; then
+				echo "PASS: workshop seat, offline, as the student: $1 ($((SECONDS - t)) s)"
+			else
+				tail -15 "$log"
+				echo "FAIL: workshop seat, offline, as the student: $1 (see $log)"
+				exit 1
+			fi
+		}
+		step "sudo scripts/workshop.sh install (SUDO_USER=student) sets the seat up" \
+			"cd /home/student/kmodlab && SUDO_USER=student scripts/workshop.sh install"
+		step "the kernels are in the cache of the student, owned by the student" \
+			"ls -d /home/student/.cache/kmodlab/build/*-default-* /home/student/.cache/kmodlab/build/*-debug-* &&
+			 test -z \"\$(find /home/student/.cache/kmodlab ! -user student | head -3)\""
+		sstep "make lab LAB=hello, then make -C work/hello builds" \
+			"make lab LAB=hello && make -C work/hello"
+		sstep "make grade LAB=hello grades the fresh tree in the guest" \
+			"{ make grade LAB=hello || true; } > /home/student/grade.txt 2>&1 && grep -E \"^Total: \[[0-6]/7\]\" /home/student/grade.txt"
+		sstep "the solution gets full marks (STEP=5)" \
+			"make lab LAB=hello STEP=5 DIR=/home/student/sol && make grade LAB=hello DIR=/home/student/sol | grep -E \"^Total: \[7/7\]\""
 	' seat "$base" "$tmp" "$bundle" || rc=$?
 	echo "workshop: seat test in $((SECONDS - t0)) s (logs in $tmp)" >&2
 	return "$rc"
