@@ -192,6 +192,16 @@ TEST(stats_release_frees_what_open_allocated)
 	int i, fd;
 
 	ASSERT_EQ(0, reload_stats("demo_counters=3 self_stats=0"));
+	/*
+	 * The debug kernel's KASAN keeps freed objects in its quarantine (up
+	 * to 1/32 of memory), so the slab total grows as much as a leak would
+	 * (4224 kB measured); its kmemleak, whose scan at the guest's end
+	 * fails the run on any unreferenced object, is the judge there.
+	 */
+	if (!access("/sys/kernel/debug/kmemleak", F_OK)) {
+		TH_LOG("a kernel with kmemleak (the debug profile): its scan judges the leak");
+		return;
+	}
 	/* A few rounds first, so caches the path needs exist already. */
 	for (i = 0; i < 100; i++) {
 		fd = open(STATS, O_RDONLY);
