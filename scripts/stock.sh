@@ -147,8 +147,9 @@ unpack_headers() {
 	inc=$(sed -n 's|^include /usr/src/\(.*\)$|\1|p' "$kdir/Makefile")
 	[[ -n $inc && -f $hdr/usr/src/$inc && -d $kdir/scripts/ ]] ||
 		{ echo "$kdir: not the flavour tree, its -common tree and kbuild's scripts"; return 1; }
+	# (the rest of the Makefile, if any: grep -v finds none in Debian's)
 	printf 'include %s/usr/src/%s\n' "$hdr" "$inc" > "$kdir/Makefile.new" &&
-		grep -v '^include /usr/src/' "$kdir/Makefile" >> "$kdir/Makefile.new" &&
+		{ grep -v '^include /usr/src/' "$kdir/Makefile" >> "$kdir/Makefile.new" || true; } &&
 		mv "$kdir/Makefile.new" "$kdir/Makefile" &&
 		touch "$kdir/.kmodlab-unpacked"	# last: a tree without it is unpacked again
 }
