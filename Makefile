@@ -65,14 +65,17 @@ HOSTTEST_CFLAGS := $(SELFTEST_CFLAGS) -O1 -fsanitize=address,undefined \
 CLIENTS   := kml-stats kml-sensor kml-probe kml-ring kml-filter
 SELFTESTS := kml_stats_test kml_sensor_test kml_probe_test kml_ring_test kml_filter_test \
 	     kml_hello_test kml_debug_test
+# labs/bpf's: built by `make bpf`, not `selftests` (it needs clang, bpftool
+# and a kernel with BTF: the default profile's)
+BPF_SELFTESTS := kml_bpf_test
 HOSTTESTS := test_kml_stats_logic test_kml_stats_client test_kml_sensor_logic \
 	     test_kml_probe_logic test_kml_ring_logic test_kml_filter_logic \
 	     test_kml_trace_parse test_kml_probe_file test_kml_cli test_kml_nl \
-	     test_kml_filter_genl test_kml_perf_data
+	     test_kml_filter_genl test_kml_perf_data test_kml_bpf_logic
 FUZZERS   := fuzz_kml_stats fuzz_kml_ring fuzz_kml_filter fuzz_kml_filter_pkt \
 	     fuzz_kml_probe_file fuzz_kml_nl fuzz_kml_filter_genl
 
-GOALS := all help kernel modules userspace selftests selftests32 hosttests fuzz check lint demo vm \
+GOALS := all help kernel modules userspace selftests bpf selftests32 hosttests fuzz check lint demo vm \
 	bench bench-build lint-host install install-userspace uninstall uninstall-userspace deb dkms-install check-all check-full readme-matrix \
 	check-stock check-loaded gdb decode \
 	lab lab-list lab-build grade grade-all submit lab-check test kernel-export kernel-import coverage \
@@ -268,6 +271,19 @@ $(BUILD)/selftests/kml_debug_test: selftests/kml_debug/kml_debug_test.c selftest
 
 selftests: $(addprefix $(BUILD)/selftests/,$(SELFTESTS)) $(BUILD)/bin/kml-filter-m32
 
+# labs/bpf: its programs, their loader and its selftest. vmlinux.h comes
+# from the default profile's test kernel of this KVER, the one with BTF
+# (scripts/kconfig/btf.config); the loader then runs on any kernel with
+# BTF (CO-RE).
+BPF_KDIR = $$(PROFILE=default $(KSCRIPT) kdir)
+bpf: $(BUILD)/selftests/kml_bpf_test
+	+$(MAKE) -C $(TOP)/bpf KDIR=$(BPF_KDIR) O=$(BUILD)/bpf
+
+$(BUILD)/selftests/kml_bpf_test: selftests/kml_bpf/kml_bpf_test.c selftests/kml_selftest.h \
+		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
+	@mkdir -p $(@D)
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
+
 # The same selftests as 32-bit programs (gcc -m32), run in the guest
 # through IA32 emulation: the uapi must have one layout for both, and
 # every ioctl must work through .compat_ioctl. The 64-bit binary is a
@@ -307,6 +323,11 @@ $(BUILD)/host/test_kml_sensor_logic: selftests/host/test_kml_sensor_logic.c \
 	@mkdir -p $(@D)
 	$(CC) $(HOSTTEST_CFLAGS) -o $@ $< modules/kml_sensor/kml_sensor_logic.c \
 		userspace/kml_sensor_parse.c
+
+$(BUILD)/host/test_kml_bpf_logic: selftests/host/test_kml_bpf_logic.c bpf/kml_bpf.h \
+		modules/kml_stats/kml_stats_logic.h
+	@mkdir -p $(@D)
+	$(CC) $(HOSTTEST_CFLAGS) -o $@ $<
 
 $(BUILD)/host/test_kml_probe_logic: selftests/host/test_kml_probe_logic.c \
 		modules/kml_probe/kml_probe_logic.c modules/kml_probe/kml_probe_logic.h

@@ -15,9 +15,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 strip_kernel_log() { grep -v '^\[ *[0-9.]*\]'; }
 if [[ -z ${STOCK:-} ]]; then
-	"$here/deps.sh" host kernel vm trace
+	"$here/deps.sh" host kernel vm trace bpf
 	"$here/kernel.sh" build
 	make -s all bench-build
+	# labs/bpf's loader, a peer of kml_probe (it needs the default
+	# profile's kernel: BTF)
+	PROFILE=default "$here/kernel.sh" build
+	make -s bpf
 	# the modules measured are built without gcov's counters (which
 	# make check's have): a branch counted is an instruction more than
 	# the peers' code runs

@@ -151,7 +151,7 @@ trap 'trap - INT TERM; for c in $(pgrep -P $$); do kill_tree "$c"; done; exit 13
 # Packages and the 6.12 tree first, alone: both lanes need them, and two
 # apt-gets at once would only wait for each other.
 if [[ -z $fake ]]; then
-"$here/deps.sh" host kernel vm check trace stock deb pkg=debootstrap >&2 || exit 1
+"$here/deps.sh" host kernel vm check trace bpf stock deb pkg=debootstrap >&2 || exit 1
 if [[ $mode == full ]]; then
 	for kv in 7.3 6.1; do KVER=$kv "$here/deps.sh" kernel >&2 || exit 1; done
 fi

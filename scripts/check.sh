@@ -85,7 +85,7 @@ count_tap() {
 }
 
 section "dependencies"
-"$here/deps.sh" host kernel vm check trace || { bad "install dependencies"; summary; }
+"$here/deps.sh" host kernel vm check trace bpf || { bad "install dependencies"; summary; }
 echo "parts: $parts"
 
 rm -rf "$logs"
@@ -99,6 +99,8 @@ fi
 
 section "build"
 targets=(modules userspace selftests)
+# labs/bpf's programs: the default profile's kernel has BTF for them
+[[ ${PROFILE:-default} == default ]] && targets+=(bpf)
 want host && targets+=(hosttests fuzz)
 want compat32 && targets+=(selftests32)
 # Under a lock: make check-all's lanes may run two parts of one kernel
@@ -485,9 +487,12 @@ if [[ ${PROFILE:-default} == debug ]]; then
 	filter="kml_filter_test:-F trace -F router -T client -T client_32bit"
 	probe="kml_probe_test:-F $ptext -F trace"
 fi
+# labs/bpf's loader and programs, where the kernel has BTF for them
+local bpf=()
+[[ ${PROFILE:-default} == default ]] && bpf=(kml_bpf_test)
 guest_run selftests -- env KMODLAB_COVERAGE="$coverage_mode" \
 	scripts/guest/selftests.sh "$hello" kml_debug_test "$stats" \
-	"$sensor" "$ring" "$filter" "$probe"
+	"$sensor" "$ring" "$filter" "$probe" "${bpf[@]}"
 }
 part_tcgsingle() {
 section "text-patching selftests in a one-thread guest ($KVER $PROFILE)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian/Ubuntu packages a kmodlab target needs.
-#   scripts/deps.sh host|kernel|vm|check|stock|trace|deb|pkg=NAME   (groups add up)
+#   scripts/deps.sh host|kernel|vm|check|stock|trace|bpf|deb|pkg=NAME   (groups add up)
 # As root: apt-get installs what is missing. As anyone else: print the
 # exact command to run and fail, rather than half-working later.
 set -euo pipefail
@@ -11,7 +11,8 @@ pkgs=()
 for group in "$@"; do
 	case $group in
 	host)	pkgs+=(make gcc libc6-dev) ;;
-	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev
+	# dwarves: pahole, which writes the default profile's BTF
+	kernel)	pkgs+=("linux-source-$KVER" xz-utils flex bison bc libelf-dev dwarves
 		       libssl-dev cpio kmod perl python3) ;;
 	vm)	pkgs+=(qemu-system-x86 iproute2 nftables) ;;
 	# linux-perf: test_kml_perf_data has perf read kml-probe's perf.data (it SKIPs those without)
@@ -21,6 +22,9 @@ for group in "$@"; do
 	stock)	pkgs+=(busybox-static cpio kmod dkms) ;;
 	# the kernel's own tools on the modules' tracepoints (selftests' trace.*)
 	trace)	pkgs+=(linux-perf bpftrace trace-cmd) ;;
+	# labs/bpf: BPF programs in C (clang), their skeletons (bpftool), the
+	# loader's library (libbpf-dev, which brings libelf and zlib)
+	bpf)	pkgs+=(clang bpftool libbpf-dev) ;;
 	# make deb: Debian's packaging tools and their checker (dh-dkms
 	# writes the maintainer scripts; building needs no dkms)
 	deb)	pkgs+=(dpkg-dev debhelper dh-dkms lintian) ;;

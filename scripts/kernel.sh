@@ -25,7 +25,7 @@ tarball=/usr/src/linux-source-$KVER.tar.xz
 
 frags=("$here/kconfig/kmodlab.config")
 case $PROFILE in
-default) ;;
+default) frags+=("$here/kconfig/btf.config") ;;
 debug)	frags+=("$here/kconfig/debug.config") ;;
 kcsan)	frags+=("$here/kconfig/kcsan.config") ;;
 *)	echo "kernel.sh: unknown PROFILE '$PROFILE' (default, debug, kcsan)" >&2; exit 2 ;;

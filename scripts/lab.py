@@ -388,6 +388,18 @@ def dep_modules(lab):
     return [m for m in lab["modules"] if m not in own_modules(lab)]
 
 
+def is_bpf(lab):
+    """A lab of BPF programs (bpf/): the student writes no module; the
+    modules it uses are all another lab's, loaded from their build."""
+    return any(src.startswith("bpf/") for src in lab["sources"])
+
+
+def tree_env(lab, dest):
+    """What a tree's selftests need in their environment besides its
+    modules: a BPF lab's loader, the student's own build of it."""
+    return {"KMODLAB_BPF": os.path.join(dest, "bpf", "build", "kml-bpf")} if is_bpf(lab) else {}
+
+
 def deps_kbuild():
     """Where ensure_deps() builds the modules the labs use but do not
     teach: a build directory of their own, which no other build (make
@@ -438,6 +450,11 @@ def gen(lab, step, dest, force=False, quiet=False):
     for top in ["include"] + own_modules(lab):
         shutil.copytree(os.path.join(REPO, "modules", top), os.path.join(dest, "modules", top),
                         ignore=junk)
+    if is_bpf(lab):
+        # the programs, their loader and their Makefile; its sources are
+        # cut below like a module's
+        shutil.copytree(os.path.join(REPO, "bpf"), os.path.join(dest, "bpf"),
+                        ignore=shutil.ignore_patterns("build", ".*"))
     for m in dep_modules(lab):
         # their headers (interfaces, no lab's answer): the lab's code uses them
         d = os.path.join(dest, "modules", m)
@@ -479,13 +496,46 @@ clean:
         print(f"lab {lab['name']}: student tree in {dest}")
         if todo:
             print(f"  your steps: " + "; ".join(f"{s['n']}. {s['title']}" for s in todo))
-            print(f"  read {dest}/LAB.md, find the TODOs with `grep -rn 'TODO {step}:' {dest}/modules`,")
+            print(f"  read {dest}/LAB.md, find the TODOs with "
+                  f"`grep -rn 'TODO {step}:' {dest}/{'bpf' if is_bpf(lab) else 'modules'}`,")
             print(f"  then: make grade LAB={lab['name']} DIR={dest}")
+
+
+def build_bpf(lab, dest, log, jobs):
+    """A BPF lab's tree: the repository's build of the modules it uses
+    (every .ko of their directories: kml_probe's holds the timed target
+    too), then its programs and loader by bpf/Makefile, against the
+    default profile's kernel (the one with BTF)."""
+    kb = deps_kbuild()
+    try:
+        for m in dep_modules(lab):
+            d = os.path.join(dest, "modules", m)
+            os.makedirs(d, exist_ok=True)
+            for f in os.listdir(os.path.join(kb, "modules", m)):
+                if f.endswith(".ko"):
+                    shutil.copy(os.path.join(kb, "modules", m, f), d)
+    except OSError as e:
+        raise LabError(f"the repository's build of {', '.join(dep_modules(lab))} is missing "
+                       f"({e}): make lab-build builds it")
+    kd = subprocess.check_output([os.path.join(REPO, "scripts/kernel.sh"), "kdir"], text=True,
+                                 env=dict(os.environ, PROFILE="default")).strip()
+    cmd = ["make", "-C", os.path.join(dest, "bpf"), f"KDIR={kd}",
+           f"O={os.path.join(dest, 'bpf', 'build')}", f"KML_SKEL_CFLAGS={SKEL_CFLAGS}"]
+    if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
+        cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
+    if log:
+        with open(log, "w") as f:
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    else:
+        r = subprocess.run(cmd)
+    return r.returncode == 0
 
 
 def build(lab, dest, log=None, jobs=None):
     """Builds the lab's own modules in @dest (a student tree), beside the
     repository's build of the others (ensure_deps()): True if it built."""
+    if is_bpf(lab):
+        return build_bpf(lab, dest, log, jobs)
     mods = " ".join(own_modules(lab))
     cmd = ["make", "-C", kdir(), f"M={dest}", "W=1", "GCOV_PROFILE=n",
            f"KMODLAB_MODULES={mods}", "KMODLAB_NO_TESTS=1",
@@ -684,7 +734,7 @@ def grade(lab, dest):
         print(f"Total: [0/{sum(len(s['tests']) for s in lab['step'])}] "
               f"(the module does not build: fix the first error above)")
         return 1
-    plan = {"trees": [{"name": "student", "ko_dir": dest,
+    plan = {"trees": [{"name": "student", "ko_dir": dest, "env": tree_env(lab, dest),
                        "kos": ko_files(lab, dest),
                        "runs": [{"selftest": lab["selftest"],
                                  "tests": [t for _, t in tests_of(lab, range(1, 99))],
@@ -723,7 +773,7 @@ def grade(lab, dest):
         print(f"  flagged for the instructor: {'; '.join(copied)}")
     if nxt:
         print(f"Next: step {nxt['n']}, {nxt['title']} (grep -rn 'TODO {nxt['n']}:' "
-              f"{dest}/modules; failing tests' messages are in {out}/console.log)")
+              f"{dest}/{'bpf' if is_bpf(lab) else 'modules'}; failing tests' messages are in {out}/console.log)")
     else:
         print("Full marks. Going further: see the end of LAB.md.")
     return 0 if score == total and rc == 0 else 1
@@ -751,7 +801,9 @@ def first_failure(output):
 
 
 SUBMIT_SKIP = re.compile(r"(\.(o|ko|cmd|mod|mod\.c|mod\.o|gcno|gcda|order|symvers|log)$"
-                         r"|^(\.tmp_.*|Module\.symvers|modules\.order|deps\.symvers)$)")
+                         r"|^(\.tmp_.*|Module\.symvers|modules\.order|deps\.symvers)$"
+                         # a BPF lab's bpf/build: vmlinux.h, objects, the loader
+                         r"|^build$)")
 
 
 def submit(lab, dest, name, out_dir=None):
@@ -862,6 +914,7 @@ def grade_many(lab, dirs, csv_path):
         print(f"{who}: " + ("built" if ok else rows[d]["note"]))
         if ok:
             trees.append({"name": f"t{i}", "ko_dir": d, "kos": ko_files(lab, d),
+                          "env": tree_env(lab, d),
                           "runs": [{"selftest": lab["selftest"],
                                     "tests": [t for _, t in tests_of(lab, range(1, 99))],
                                     "stop_at_fail": False}]})
@@ -974,6 +1027,7 @@ def check(names, kver_tag, mistakes_only=False, steps_only=False):
         # its step and each later one, up to the first failure of each
         steps = [step] if m else range(step, n + 1) if step <= n else range(1, n + 1)
         trees.append({"name": tag, "ko_dir": dest, "kos": ko_files(lab, dest),
+                      "env": tree_env(lab, dest),
                       "runs": [{"selftest": lab["selftest"],
                                 "tests": [t for _, t in tests_of(lab, [s])],
                                 "stop_at_fail": step <= n and not m, "step": s}
@@ -1152,7 +1206,7 @@ def guest_run(planf):
             save()
             return 0
         env = dict(os.environ, KMODLAB_KO_DIR=tree["ko_dir"],
-                   KMODLAB_BIN=os.path.join(REPO, "build", "bin"))
+                   KMODLAB_BIN=os.path.join(REPO, "build", "bin"), **tree.get("env", {}))
         for run in tree["runs"]:
             for t in run["tests"]:
                 print(f"# lab {tree['name']}: {run['selftest']} -r {t}", flush=True)

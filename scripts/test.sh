@@ -21,6 +21,8 @@ export KVER=${KVER:-6.12} PROFILE=${PROFILE:-default}
 mods=(kml_stats kml_sensor kml_probe kml_ring kml_filter)
 [[ -d modules/kml_hello ]] && mods+=(kml_hello)
 [[ -d modules/kml_debug ]] && mods+=(kml_debug)
+# labs/bpf's loader and programs (no module of their own)
+[[ -d bpf ]] && mods+=(kml_bpf)
 cov=${COV:-1}
 
 usage() {
@@ -46,6 +48,7 @@ needs() {
 	kml_filter) echo "kml_stats kml_ring kml_filter tests" ;;	# the log writes to kml_ring; tests/ has kml_rcu_reader
 	kml_hello)  echo "kml_hello" ;;
 	kml_debug)  echo "kml_debug" ;;
+	kml_bpf)    echo "kml_stats kml_ring kml_probe kml_filter tests" ;;
 	esac
 }
 
@@ -78,6 +81,7 @@ for s in "${specs[@]}"; do
 	m=${s%_test:*}
 	read -ra b <<< "$(needs "$m")"
 	build+=("${b[@]}")
+	[[ $m == kml_bpf ]] && continue		# no module: no counters
 	gcov_dirs+=("modules/$m/")
 done
 
@@ -85,6 +89,9 @@ section() { printf '\n=== %s (%d s)\n' "$*" "$SECONDS"; }
 section "build (${build[*]})"
 mk=(make -s --no-print-directory)
 "${mk[@]}" userspace selftests >/dev/null || exit 1
+if [[ " ${specs[*]} " == *" kml_bpf_test:"* ]]; then
+	"${mk[@]}" bpf >/dev/null || exit 1
+fi
 kbuild=$repo/build/kmod/$KVER-$PROFILE
 "${mk[@]}" modules KMODLAB_MODULES="$(printf '%s\n' "${build[@]}" | sort -u | tr '\n' ' ')" |
 	grep -v '^make\['

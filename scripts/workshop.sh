@@ -31,11 +31,12 @@ export KVER=${KVER:-6.12}
 die() { echo "workshop: $*" >&2; exit 1; }
 stage= seat_top=
 
-# What a seat installs: the deps.sh groups the labs use, and gdb for lab
-# debug (a seat needs no check/stock/deb tools).
+# What a seat installs: the deps.sh groups the labs use (bpf: lab bpf's
+# clang, bpftool and libbpf), and gdb for lab debug (a seat needs no
+# check/stock/deb tools).
 seat_packages() {
 	bash -c 'deps=$1; shift; source <(sed -n "/^pkgs=()/,/^done/p" "$deps")
-		 printf "%s\n" "${pkgs[@]}"' _ "$here/deps.sh" host kernel vm pkg=gdb pkg=python3
+		 printf "%s\n" "${pkgs[@]}"' _ "$here/deps.sh" host kernel vm bpf pkg=gdb pkg=python3
 }
 
 # A Debian 12 seat as a room has them, made from Debian's archive once

@@ -21,7 +21,7 @@ elif insmod "$ko/kml_sensor/kml_sensor.ko" channels=8; then
 	run "$repo/build/bench/kml_sensor_bench"
 fi
 if insmod "$ko/kml_probe/kml_probe_target.ko" && insmod "$ko/kml_probe/kml_probe.ko"; then
-	run "$repo/build/bench/kml_probe_bench"
+	KMODLAB_BPF=$repo/build/bpf/kml-bpf run "$repo/build/bench/kml_probe_bench"
 else
 	echo "kml_probe did not load: its benchmarks not run"; status=1
 fi

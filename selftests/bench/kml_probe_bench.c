@@ -9,13 +9,17 @@
  *   ftrace    kprobe and kretprobe dynamic events (tracefs kprobe_events)
  *             whose hist triggers pair entry and return per thread and
  *             feed the latency to a log2 hist of a synthetic event
+ *   libbpf    labs/bpf's kml-bpf lat (bpf/kml_lat.bpf.c): a kprobe and a
+ *             kretprobe program in C, compiled ahead, loaded by libbpf,
+ *             entry times on a stack per thread in a hash map, a per-CPU
+ *             histogram (KMODLAB_BPF names it; default build/bpf/kml-bpf)
  *
  * kml_probe_target is called in a loop inside the kernel (the CALL
  * ioctl), so one syscall covers many calls and its own cost does not hide
  * the probe's. Rounds interleave every mode, each reports its median
  * round; only ratios from one run are meaningful.
  *
- * bpftrace is a child process. Its output goes to a file, never a pipe
+ * bpftrace and kml-bpf are child processes. Its output goes to a file, never a pipe
  * (its stdout is block-buffered into a pipe, and a line we waited for
  * would never come); that it has attached is read from the kernel's list
  * of kprobes, with a time limit; it is stopped with SIGINT, then SIGKILL
@@ -148,7 +152,7 @@ static const char bt_prog[] =
 	"kretprobe:" TARGET " /@start[tid]/ {\n"
 	"	@lat = hist(nsecs - @start[tid]); delete(@start[tid]);\n"
 	"}\n";
-static volatile pid_t bt_pid = -1;
+static volatile pid_t child_pid = -1;	/* bpftrace or kml-bpf */
 static char bt_out[64];
 static unsigned long long bt_counted;	/* calls in the last hist printed */
 
@@ -162,10 +166,10 @@ static int bpftrace_on(void)
 	out = mkstemp(bt_out);
 	if (out < 0)
 		die("mkstemp");
-	bt_pid = fork();
-	if (bt_pid < 0)
+	child_pid = fork();
+	if (child_pid < 0)
 		die("fork");
-	if (!bt_pid) {
+	if (!child_pid) {
 		dup2(out, 1);
 		dup2(out, 2);
 		/* -B none: no buffering at all, even into a file. */
@@ -176,15 +180,15 @@ static int bpftrace_on(void)
 	close(out);
 	/* Both probes listed: bpftrace attaches one after the other. */
 	for (double end = now_ns() + 120e9; now_ns() < end; usleep(100000)) {
-		if (waitpid(bt_pid, NULL, WNOHANG) == bt_pid) {
-			bt_pid = -1;
+		if (waitpid(child_pid, NULL, WNOHANG) == child_pid) {
+			child_pid = -1;
 			break;
 		}
 		if (target_kprobes() == 2)
 			return 0;
 	}
 	fprintf(stderr, "kml_probe_bench: bpftrace %s\n",
-		bt_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
+		child_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
 	bpftrace_off();		/* stops it if need be, shows what it said */
 	return -1;
 }
@@ -209,20 +213,20 @@ static void bpftrace_off(void)
 {
 	int exited = 0;
 
-	if (bt_pid > 0) {
+	if (child_pid > 0) {
 		/* SIGINT: bpftrace detaches, prints its maps and exits. */
-		kill(bt_pid, SIGINT);
+		kill(child_pid, SIGINT);
 		for (double end = now_ns() + 60e9; now_ns() < end; usleep(100000))
-			if (waitpid(bt_pid, NULL, WNOHANG) == bt_pid) {
+			if (waitpid(child_pid, NULL, WNOHANG) == child_pid) {
 				exited = 1;
 				break;
 			}
 		if (!exited) {
 			fprintf(stderr, "kml_probe_bench: bpftrace ignored SIGINT, killed\n");
-			kill(bt_pid, SIGKILL);
-			waitpid(bt_pid, NULL, 0);
+			kill(child_pid, SIGKILL);
+			waitpid(child_pid, NULL, 0);
 		}
-		bt_pid = -1;
+		child_pid = -1;
 	}
 	bt_counted = bt_hist_total(bt_out);
 	if (bt_counted == 0) {	/* show why */
@@ -237,6 +241,75 @@ static void bpftrace_off(void)
 	unlink(bt_out);
 	if (wait_kprobes(0, 30))
 		fprintf(stderr, "kml_probe_bench: bpftrace's kprobes still listed\n");
+}
+
+/* ---- libbpf: labs/bpf's loader ---- */
+
+static char lb_out[64];
+static unsigned long long lb_counted;
+
+static void libbpf_off(void);
+
+static int libbpf_on(void)
+{
+	const char *bin = getenv("KMODLAB_BPF");
+	int out;
+
+	if (!bin || access(bin, X_OK)) {
+		fprintf(stderr, "kml_probe_bench: no kml-bpf (KMODLAB_BPF=%s): make bpf\n",
+			bin ? bin : "");
+		return -1;
+	}
+	strcpy(lb_out, "/tmp/kml_probe_bench.XXXXXX");
+	out = mkstemp(lb_out);
+	if (out < 0)
+		die("mkstemp");
+	child_pid = fork();
+	if (child_pid < 0)
+		die("fork");
+	if (!child_pid) {
+		dup2(out, 1);
+		dup2(out, 2);
+		execl(bin, "kml-bpf", "lat", TARGET, (char *)NULL);
+		dprintf(1, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	close(out);
+	for (double end = now_ns() + 120e9; now_ns() < end; usleep(100000)) {
+		if (waitpid(child_pid, NULL, WNOHANG) == child_pid) {
+			child_pid = -1;
+			break;
+		}
+		if (target_kprobes() == 2)
+			return 0;
+	}
+	fprintf(stderr, "kml_probe_bench: kml-bpf %s\n",
+		child_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
+	libbpf_off();
+	return -1;
+}
+
+static void libbpf_off(void)
+{
+	char line[512];
+	FILE *f;
+
+	if (child_pid > 0) {
+		/* SIGINT: it reads its maps, prints them, detaches and exits */
+		kill(child_pid, SIGINT);
+		waitpid(child_pid, NULL, 0);
+		child_pid = -1;
+	}
+	lb_counted = 0;
+	f = fopen(lb_out, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, TARGET " calls %llu", &lb_counted) != 1)
+			fprintf(stderr, "%s", strncmp(line, "bucket ", 7) ? line : "");
+	if (f)
+		fclose(f);
+	unlink(lb_out);
+	if (wait_kprobes(0, 30))
+		fprintf(stderr, "kml_probe_bench: kml-bpf's kprobes still listed\n");
 }
 
 /* ---- ftrace: kprobe events and hist triggers ---- */
@@ -337,8 +410,8 @@ static void on_alarm(int sig)
 	static const char msg[] = "kml_probe_bench: still running after the alarm, stopped\n";
 
 	(void)sig;
-	if (bt_pid > 0)
-		kill(bt_pid, SIGKILL);
+	if (child_pid > 0)
+		kill(child_pid, SIGKILL);
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(3);
 	_exit(2);
@@ -370,7 +443,10 @@ static double median(double *v)
 	return s[ROUNDS / 2];
 }
 
-enum { M_NONE, M_COUNT, M_RET, M_ARGS, M_BPFTRACE, M_FTRACE, NM };
+enum { M_NONE, M_COUNT, M_RET, M_ARGS, M_BPFTRACE, M_LIBBPF, M_FTRACE, NM };
+static const char *const peer[NM] = {
+	[M_BPFTRACE] = "bpftrace", [M_LIBBPF] = "libbpf", [M_FTRACE] = "ftrace",
+};
 
 int main(void)
 {
@@ -384,6 +460,8 @@ int main(void)
 			     .off = kml_probe_off },
 		[M_BPFTRACE] = { .name = "bpftrace kprobe+kretprobe", .on = bpftrace_on,
 				 .off = bpftrace_off, .counted = &bt_counted },
+		[M_LIBBPF] = { .name = "libbpf kprobe+kretprobe", .on = libbpf_on,
+			       .off = libbpf_off, .counted = &lb_counted },
 		[M_FTRACE] = { .name = "ftrace kprobe events+hist", .on = ftrace_on,
 			       .off = ftrace_off, .counted = &ft_counted },
 	};
@@ -438,13 +516,11 @@ int main(void)
 	for (int i = M_BPFTRACE; i < NM; i++)
 		if (!m[i].skip)
 			printf("  kml_probe kretprobe / %-14s = %6.2f  (goal <= 1)\n",
-			       i == M_BPFTRACE ? "bpftrace" : "ftrace",
-			       m[M_RET].added_median / m[i].added_median);
+			       peer[i], m[M_RET].added_median / m[i].added_median);
 	for (int i = M_BPFTRACE; i < NM; i++)
 		if (!m[i].skip)
 			printf("  %s's histogram held every timed call in %d of %d rounds\n",
-			       i == M_BPFTRACE ? "bpftrace" : "ftrace", m[i].rounds_all_counted,
-			       ROUNDS);
+			       peer[i], m[i].rounds_all_counted, ROUNDS);
 	close(fd);
 	return 0;
 }
