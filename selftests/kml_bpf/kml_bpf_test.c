@@ -474,9 +474,10 @@ TEST_F(lat, nested_calls_are_each_timed)
 	EXPECT_EQ(0, l.untimed) TH_LOG("printed:\n%s", self->out);
 	/* 3 x (1 + 2 + ... + 8) delays at least */
 	EXPECT_LE(3 * 36 * delay, (uint64_t)l.sum) TH_LOG("printed:\n%s", self->out);
-	/* every call waited one delay, each top call eight */
+	/* every call waited one delay at least; the calls 5 to 8 levels up,
+	 * 10 to 16 ms, are all above 2^23 ns (8.4 ms) */
 	EXPECT_EQ(24, at_least(&l, delay / 2)) TH_LOG("printed:\n%s", self->out);
-	EXPECT_LE(3, at_least(&l, 7 * delay)) TH_LOG("printed:\n%s", self->out);
+	EXPECT_LE(12, at_least(&l, 4 * delay)) TH_LOG("printed:\n%s", self->out);
 }
 
 struct caller {
