@@ -243,10 +243,12 @@ $(BUILD)/selftests/kml_sensor_test: selftests/kml_sensor/kml_sensor_test.c selft
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
 
+# (kml_probe_file.c: each call of a recording, to hold perf's reading to)
 $(BUILD)/selftests/kml_probe_test: selftests/kml_probe/kml_probe_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
-		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
+		uapi/linux/kml_probe.h $(PROBE_FILE) userspace/kml_probe_file.h \
+		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
-	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread
+	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(PROBE_FILE) -lpthread
 
 $(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
 		$(RING_LIB) userspace/kml_ring_lib.h modules/kml_ring/kml_ring_logic.h \
@@ -291,7 +293,7 @@ $(BUILD)/selftests/kml_bpf_test: selftests/kml_bpf/kml_bpf_test.c selftests/kml_
 # prerequisite only to inherit its dependencies.
 ST_SRC_kml_stats_test  := selftests/kml_stats/kml_stats_test.c userspace/kml_stats_parse.c
 ST_SRC_kml_sensor_test := selftests/kml_sensor/kml_sensor_test.c
-ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c
+ST_SRC_kml_probe_test  := selftests/kml_probe/kml_probe_test.c $(PROBE_FILE)
 ST_SRC_kml_ring_test   := selftests/kml_ring/kml_ring_test.c $(RING_LIB)
 ST_SRC_kml_filter_test := selftests/kml_filter/kml_filter_test.c $(FILTER_LIB) userspace/kml_nl.c
 ST_SRC_kml_hello_test  := selftests/kml_hello/kml_hello_test.c

@@ -14,6 +14,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 strip_kernel_log() { grep -v '^\[ *[0-9.]*\]'; }
+# The peer perf record is the perf Debian ships for the kernel's series
+# (scripts/perf-for.sh); without it, the host's (the bench names which).
+perf_for() { # $1 = series
+	if KMODLAB_PERF=$("$here/perf-for.sh" "$1"); then
+		export KMODLAB_PERF
+	else
+		unset KMODLAB_PERF
+		echo "bench.sh: no perf of $1: the host's records" >&2
+	fi
+}
 if [[ -z ${STOCK:-} ]]; then
 	"$here/deps.sh" host kernel vm trace bpf
 	"$here/kernel.sh" build
@@ -26,6 +36,7 @@ if [[ -z ${STOCK:-} ]]; then
 	# make check's have): a branch counted is an instruction more than
 	# the peers' code runs
 	make -s KMODLAB_GCOV=0 modules
+	perf_for "${KVER:-6.12}"
 	"$here/vm-run.sh" --timeout 900 --out build/vm/bench -- \
 		env KMODLAB_KO_DIR="$PWD/build/kmod/${KVER:-6.12}-${PROFILE:-default}-nogcov" \
 		scripts/guest/bench.sh |
@@ -40,6 +51,7 @@ dir='' kdir='' kbuild=''	# set by the file stock.sh wrote
 source "$paths"
 make -s KDIR="$kdir" modules
 make -s bench-build
+perf_for "$STOCK"
 "$here/vm-run.sh" --stock "$dir" --tcg-single --timeout 1800 --out "build/vm/bench-stock-$STOCK" \
 	-- env KMODLAB_KO_DIR="$kbuild" scripts/guest/bench.sh |
 	strip_kernel_log | tee "build/bench-stock-$STOCK.txt"

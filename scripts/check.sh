@@ -85,7 +85,10 @@ count_tap() {
 }
 
 section "dependencies"
-"$here/deps.sh" host kernel vm check trace bpf || { bad "install dependencies"; summary; }
+# (debootstrap: as root, the Debian 13 system the perf of KVER runs from; see below)
+deps=(host kernel vm check trace bpf)
+((EUID)) || deps+=(pkg=debootstrap)
+"$here/deps.sh" "${deps[@]}" || { bad "install dependencies"; summary; }
 echo "parts: $parts"
 
 rm -rf "$logs"
@@ -116,6 +119,25 @@ else
 	summary
 fi
 kbuild=$build/kmod/$KVER-$PROFILE
+
+# perf.data is read in the guest by the perf Debian ships for this kernel's
+# series (scripts/perf-for.sh: the host's for 6.1, else Debian 13's, from a
+# layer in the cache built here once), and the converter's host test runs
+# against it too. Building that layer needs root: as anyone else without
+# it, the guest test reads with the host's perf and says so in its log.
+if want host || want guest || want compat32; then
+	section "perf of $KVER"
+	if KMODLAB_PERF=$("$here/perf-for.sh" "$KVER" 2> "$logs/perf-for.log"); then
+		export KMODLAB_PERF
+		ok "perf of $KVER for perf.data: $KMODLAB_PERF ($("$KMODLAB_PERF" --version 2>&1))"
+	elif ((EUID)); then
+		unset KMODLAB_PERF
+		echo "no perf of $KVER (as root, Debian 13's would be built): the guest tests read with the host's"
+	else
+		unset KMODLAB_PERF
+		bad "perf of $KVER: $(tail -n 1 "$logs/perf-for.log")"
+	fi
+fi
 # Style checks use the newest tree's checkpatch, whatever KVER is.
 ksrc=$(KVER=6.12 "$here/kernel.sh" src)
 
@@ -145,6 +167,17 @@ for t in "$build"/host/test_*; do
 	count_tap "$logs/${t##*/}.tap" "${t##*/}" || bad "${t##*/} printed no results"
 	((rc == 0)) || grep -q '^not ok' "$logs/${t##*/}.tap" || bad "${t##*/} exited $rc"
 done
+# and perf.data read by the perf of KVER, when it is not the host's
+if [[ -n ${KMODLAB_PERF:-} && $KMODLAB_PERF != "$(command -v perf)" ]]; then
+	t=$build/host/test_kml_perf_data
+	PERF=$KMODLAB_PERF "$t" > "$logs/test_kml_perf_data-$KVER.tap" 2>&1
+	rc=$?
+	cat "$logs/test_kml_perf_data-$KVER.tap"
+	count_tap "$logs/test_kml_perf_data-$KVER.tap" "test_kml_perf_data (perf of $KVER)" ||
+		bad "test_kml_perf_data (perf of $KVER) printed no results"
+	((rc == 0)) || grep -q '^not ok' "$logs/test_kml_perf_data-$KVER.tap" ||
+		bad "test_kml_perf_data (perf of $KVER) exited $rc"
+fi
 if ((${#m32_guest[@]})); then
 	echo "this host cannot run 32-bit programs: ${m32_guest[*]##*/} run in a guest"
 	"$here/vm-run.sh" --no-gcov --timeout 600 --out "$build/vm/hosttests-m32$sfx" -- \
@@ -187,6 +220,7 @@ extra=$(grep '^CONFIG_' scripts/kconfig/coverage.config | grep -vxFf scripts/kco
 tap_script python3 test_lcovtool.py	# the coverage report's tool
 tap_script bash test_kver_tooling.sh	# what the test tooling does differently by kernel version
 tap_script bash test_stock_pick.sh	# which Debian cloud kernel make check-stock boots
+tap_script bash test_perf_for.sh	# which perf reads perf.data in the guest of each kernel
 tap_script bash test_check_all.sh	# make check-all's plan and make readme-matrix
 tap_script bash test_completion.sh	# the clients' bash completion
 tap_script bash test_make_help.sh	# make help names every target

@@ -23,6 +23,12 @@
 # too, leaving the build against the kernel's headers and `make install`
 # (make check-all builds for Debian 12's 6.1 and tests the packages on
 # Debian 13's kernel; check-full runs all of it on both).
+# KMODLAB_STOCK_TESTS=SPEC runs only that selftest spec (as
+# scripts/guest/selftests.sh takes it, e.g. "kml_probe_test:-r
+# record.client_perf_data_is_read_by_perf") in the guest, and no package
+# test: the fast loop on a stock kernel.
+# perf.data is read in the guest by the perf Debian ships for the kernel's
+# series (scripts/perf-for.sh), prepared here before the guests boot.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -311,13 +317,15 @@ run_guest() { # $1 = name, $2 = extra vm-run option or "", rest = selftest specs
 # DKMS building the modules against this kernel's headers, then used and
 # removed on this kernel in a guest (scripts/deb-install.sh): on this
 # host's system, or for Debian 13 on the chroot's.
+only=${KMODLAB_STOCK_TESTS:-}
+[[ -n $only ]] && packages=0
 ((packages)) && make_deb
 lower=/
-if ((deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
+if ((packages && deb13)) && ! lower=$("$here/trixie-root.sh" lower "$abi"); then
 	bad "packages: no Debian 13 system to install into"
 	lower=
 fi
-if [[ $debs == ok && -n $lower ]]; then
+if ((packages)) && [[ $debs == ok && -n $lower ]]; then
 	# (Debian 12's: with the headers unpacked above, as if installed)
 	"$here/deb-install.sh" "$dir" "$abi" "$repo/build/stock-$series-pkg" "$lower" "$hdr" \
 		> "$repo/build/stock-$series-deb-install.log" 2>&1
@@ -328,6 +336,18 @@ if [[ $debs == ok && -n $lower ]]; then
 fi
 
 ((guests)) || finish
+kseries=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<< "$abi")
+if KMODLAB_PERF=$("$here/perf-for.sh" "$kseries" 2> "$repo/build/stock-$series-perf.log"); then
+	export KMODLAB_PERF
+	ok "perf of $kseries for perf.data: $KMODLAB_PERF ($("$KMODLAB_PERF" --version 2>&1))"
+else
+	unset KMODLAB_PERF
+	bad "perf of $kseries: $(tail -n 1 "$repo/build/stock-$series-perf.log")"
+fi
+if [[ -n $only ]]; then
+	run_guest selftests "" "$only"
+	finish
+fi
 run_guest selftests "" kml_hello_test kml_debug_test "kml_stats_test:-F trace" \
 	"kml_sensor_test:-F trace" "kml_ring_test:-F trace" \
 	"kml_filter_test:${fexcl}-F trace" "kml_probe_test:-F $ptext -F trace"

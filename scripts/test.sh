@@ -138,6 +138,19 @@ if [[ ${KMODLAB_TEST_PLAN:-0} == 1 ]]; then
 	exit 0
 fi
 
+# kml_probe's tests read perf.data with the perf Debian ships for KVER
+# (scripts/perf-for.sh; Debian 13's layer is built once, as root). Without
+# it they read with the host's perf, and say so.
+if [[ " ${specs[*]}" == *" kml_probe_test:"* && -z ${KMODLAB_PERF:-} ]]; then
+	if KMODLAB_PERF=$("$here/perf-for.sh" "$KVER" 2> "$repo/build/perf-for.log"); then
+		export KMODLAB_PERF
+		echo "perf of $KVER: $KMODLAB_PERF"
+	else
+		unset KMODLAB_PERF
+		echo "make test: $(tail -n 1 "$repo/build/perf-for.log"); the guest reads perf.data with the host's perf"
+	fi
+fi
+
 rc=0
 run() { # $1 = name, then vm-run options, --, specs
 	local name=$1 r

@@ -7,6 +7,10 @@
 #   scripts/trixie-root.sh lower ABI
 #       print the overlay lowerdir ("HDR:BASE") of a Debian 13 system with
 #       linux-headers-ABI installed, as its administrator would have it
+#   scripts/trixie-root.sh perf SERIES
+#       print the path of a command that runs Debian's linux-perf of SERIES
+#       (6.12: trixie's; 7.3: trixie-backports'), building its layer once;
+#       fails, saying why, when Debian 13 has no linux-perf of SERIES
 #   scripts/trixie-root.sh modules ABI KO_DIR
 #       what a Debian 13 user of that kernel gets: kmodlab-dkms (from
 #       KMODLAB_DEB_DIR, default build/deb) installed in a throw-away
@@ -27,6 +31,10 @@
 #   hdr-ABI/   the changes `apt-get install linux-headers-ABI` made over
 #              root/ (an overlay's upper directory, a layer of its own: one
 #              kernel's headers never make DKMS build for another)
+#   perf-SERIES/  likewise the changes `apt-get install linux-perf` of that
+#              series made over root/, plus kmodlab-perf, the command that
+#              runs it (outside any path of the Debian system: in a chroot
+#              of the layer it shadows nothing)
 # Each is built in a temporary directory under a lock and renamed when
 # complete; once there it is never written again, so concurrent runs
 # share them without a lock.
@@ -125,12 +133,82 @@ build_hdr() { # $1 = ABI
 	rmdir "$tmp"
 }
 
+# Debian 13's perf needs Debian 13's glibc, so on this Debian 12 host and
+# in its guests (whose root is this host's /) it runs under root/'s own
+# dynamic loader, told to look in the layer's and root/'s library
+# directories. Not a chroot: the test kernel has no overlayfs to merge the
+# layer with root/, a chroot needs root and mounts (/proc, /sys, the files
+# perf reads), and a chrooted perf would not see the guest's files at
+# their paths; the loader needs none of that and runs as any user. What
+# perf starts (perf record's workload) is exec'd as usual, with this
+# system's loader and libraries: the library path is the loader's
+# argument, not LD_LIBRARY_PATH, so it is not inherited.
+build_perf() { # $1 = SERIES (MAJOR.MINOR)
+	local tmp dirs
+	tmp=$(mktemp -d "$top/.perf-$1.XXXXXX")
+	# shellcheck disable=SC2016
+	if ! in_overlay "$base" "$tmp" '
+		in_root apt-get -q update
+		# the newest version of the series, from trixie or its backports
+		v=$(in_root apt-cache madison linux-perf | awk -F" *[|] *" -v s="$1." \
+			"index(\$2, s) == 1 { print \$2; exit }")
+		[[ -n $v ]] || { echo "trixie-root.sh: Debian 13 has no linux-perf $1"; exit 3; }
+		t=()
+		[[ $v == *~bpo* ]] && t=(-t trixie-backports)
+		in_root apt-get -qy install --no-install-recommends "${t[@]}" "linux-perf=$v"
+		in_root apt-get clean
+		# the directories of the libraries perf links, as /usr/lib/...
+		in_root ldd /usr/bin/perf > "$dir/ldd"
+		rm -rf "$root"/var/lib/apt/lists/*' "$1" > "$top/perf-$1.log" 2>&1 ||
+	   grep 'not found' "$tmp/ldd" >> "$top/perf-$1.log"; then
+		tail -20 "$top/perf-$1.log" >&2
+		rm -rf "$tmp"
+		# last, the line a caller shows
+		echo "trixie-root.sh: no perf-$1 layer: $(grep -m1 -E 'no linux-perf|^E: |not found' \
+			"$top/perf-$1.log" || echo "see $top/perf-$1.log")" >&2
+		return 1
+	fi
+	# /lib is a link to usr/lib in Debian 13: the layer has only usr/lib
+	dirs=$(awk '$2 == "=>" && $3 ~ /^\// { print $3 }' "$tmp/ldd" | sed 's|^/lib/|/usr/lib/|' |
+		xargs -n1 dirname | sort -u |
+		awk -v l="$top/perf-$1" -v b="$base" '{ printf "%s%s%s:%s%s", sep, l, $0, b, $0; sep = ":" }')
+	cat > "$tmp/up/kmodlab-perf" <<-EOF
+	#!/bin/sh
+	# Debian 13's perf $1 (see scripts/trixie-root.sh): its loader, its libraries
+	exec $base/usr/lib64/ld-linux-x86-64.so.2 --library-path $dirs \\
+		--argv0 perf $top/perf-$1/usr/bin/perf "\$@"
+	EOF
+	chmod 755 "$tmp/up/kmodlab-perf"
+	rm -rf "$tmp/work" "$tmp/root" "$tmp/ldd"
+	mv "$tmp/up" "$top/perf-$1" || return 1
+	rmdir "$tmp"
+	# it runs here, and is the series asked for; else it goes
+	if ! "$top/perf-$1/kmodlab-perf" --version | grep -q "^perf version $1\."; then
+		"$top/perf-$1/kmodlab-perf" --version >&2
+		echo "trixie-root.sh: $top/perf-$1/kmodlab-perf is not a working perf $1" >&2
+		rm -rf "$top/perf-$1"
+		return 1
+	fi
+}
+
+perf() { # $1 = SERIES: builds what is missing, prints the command
+	[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || { echo "trixie-root.sh: perf SERIES is MAJOR.MINOR, not '$1'" >&2; return 2; }
+	mkdir -p "$top"
+	exec {lockfd}> "$top/.lock"
+	flock "$lockfd"
+	rm -rf "$top"/.root.* "$top"/.hdr-* "$top"/.perf-*
+	[[ -d $base ]] || build_base
+	[[ -d $top/perf-$1 ]] || build_perf "$1"
+	flock -u "$lockfd"
+	echo "$top/perf-$1/kmodlab-perf"
+}
+
 lower() { # $1 = ABI: builds what is missing, prints the lowerdir
 	mkdir -p "$top"
 	exec {lockfd}> "$top/.lock"
 	flock "$lockfd"
 	# a run killed while building left its temporary directory
-	rm -rf "$top"/.root.* "$top"/.hdr-*
+	rm -rf "$top"/.root.* "$top"/.hdr-* "$top"/.perf-*
 	[[ -d $base ]] || build_base
 	[[ -d $top/hdr-$1 ]] || build_hdr "$1"
 	flock -u "$lockfd"
@@ -191,5 +269,6 @@ modules() { # $1 = ABI, $2 = KO_DIR
 case ${1:-} in
 lower)	lower "${2:?usage: trixie-root.sh lower ABI}" ;;
 modules) modules "${2:?usage: trixie-root.sh modules ABI KO_DIR}" "${3:?}" ;;
-*)	echo "usage: $0 lower ABI | modules ABI KO_DIR" >&2; exit 2 ;;
+perf)	perf "${2:?usage: trixie-root.sh perf SERIES}" ;;
+*)	echo "usage: $0 lower ABI | perf SERIES | modules ABI KO_DIR" >&2; exit 2 ;;
 esac

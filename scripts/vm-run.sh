@@ -135,6 +135,8 @@ out=$(cd "$out" && pwd)
 	printf 'export KVER=%q PROFILE=%q\n' "${KVER:-6.12}" "${PROFILE:-default}"
 	# a student tree's modules instead of the build's (labs, make vm)
 	[[ -n ${KMODLAB_KO_DIR:-} ]] && printf 'export KMODLAB_KO_DIR=%q\n' "$KMODLAB_KO_DIR"
+	# the perf of the kernel booted (scripts/perf-for.sh), for what reads perf.data
+	[[ -n ${KMODLAB_PERF:-} ]] && printf 'export KMODLAB_PERF=%q\n' "$KMODLAB_PERF"
 	printf 'cd %q || exit 1\n' "$repo"
 	printf 'exec'
 	printf ' %q' "$@"

@@ -5,6 +5,8 @@
  *
  *   kml-probe record    one kretprobe; one record per call (start,
  *                       latency, args, return value) into a kml_ring
+ *   kml-probe record -F perf  the same, and at its end the recording
+ *                       written again as perf.data (one sample per call)
  *   perf record (r:)    an ftrace kretprobe event: one sample per call,
  *                       return value only, no latency
  *   perf record (p:+r:) entry and return events: two samples per call,
@@ -19,11 +21,14 @@
  * the CALL ioctl, and the cost measured is what recording adds to each
  * call, in the calling thread; the recorder's own CPU time per record is
  * shown beside it. Rounds interleave the modes; the median round counts.
- * Under TCG only the ratios mean anything.
+ * Under TCG only the ratios mean anything. perf is KMODLAB_PERF (the perf
+ * Debian ships for this kernel's series, scripts/perf-for.sh), else the
+ * PATH's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +49,7 @@
 #define TRACEFS	"/sys/kernel/tracing"
 
 static int fd;
+static const char *perf = "perf";
 
 static void die(const char *what)
 {
@@ -129,11 +135,19 @@ struct result {
 	unsigned long long records, lost;
 };
 
-static void kml_record(const char *bin, struct result *res)
+/*
+ * kml-probe record, as the native file (@perf_data false) or as perf.data
+ * too (-F perf: kb.pdata, the recording beside it as kb.pdata.kml-probe,
+ * which is what is counted).
+ */
+static void kml_record(const char *bin, bool perf_data, struct result *res)
 {
 	char path[512], line[512];
 	char *argv[] = { path, "record", "-m", "1024", "-o", "kb.data",
 			 "kml_probe_target", NULL };
+	char *argv_perf[] = { path, "record", "-F", "perf", "-m", "1024", "-o", "kb.pdata",
+			      "kml_probe_target", NULL };
+	const char *file = perf_data ? "kb.pdata.kml-probe" : "kb.data";
 	static struct kml_pf pf;
 	char err[256];
 	struct stat st;
@@ -143,7 +157,7 @@ static void kml_record(const char *bin, struct result *res)
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/kml-probe", bin);
-	pid = spawn(argv, &out, 2);
+	pid = spawn(perf_data ? argv_perf : argv, &out, 2);
 	/* Its first line says it is recording. */
 	n = read(out, line, sizeof(line) - 1);
 	if (n <= 0 || !memmem(line, (size_t)n, "recording", 9))
@@ -151,9 +165,9 @@ static void kml_record(const char *bin, struct result *res)
 	res->ns = timed_calls();
 	kill(pid, SIGINT);
 	res->cpu_per_rec = reap(pid, out);
-	f = open("kb.data", O_RDONLY);
+	f = open(file, O_RDONLY);
 	if (f < 0 || fstat(f, &st))
-		die("kb.data");
+		die(file);
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f, 0);
 	if (map == MAP_FAILED)
 		die("mmap");
@@ -171,10 +185,10 @@ static void kml_record(const char *bin, struct result *res)
 /* perf record -a on the ftrace kprobe events, enabled once it is ready. */
 static void perf_record(const char *events, struct result *res)
 {
-	char *argv[] = { "perf", "record", "-q", "-a", "-m", "1024", "-e", (char *)events,
+	char *argv[] = { (char *)perf, "record", "-q", "-a", "-m", "1024", "-e", (char *)events,
 			 "-o", "kb.perf", "-D", "-1",
 			 "--control=fifo:kb.ctl,kb.ack", NULL };
-	char buf[4096];
+	char buf[4096], cmd[1024];
 	FILE *p;
 	int out, ack;
 	pid_t pid;
@@ -200,7 +214,8 @@ static void perf_record(const char *events, struct result *res)
 	 * Its own count of what it wrote, and of what its ring dropped: the
 	 * "Aggregated stats" block, before the per-event blocks repeat them.
 	 */
-	p = popen("perf report -i kb.perf --stats 2>/dev/null", "r");
+	snprintf(cmd, sizeof(cmd), "%s report -i kb.perf --stats 2>/dev/null", perf);
+	p = popen(cmd, "r");
 	for (int blocks = 0; p && fgets(buf, sizeof(buf), p);) {
 		unsigned long long v;
 		char *s = strstr(buf, "events:");
@@ -230,17 +245,29 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	static const char *const names[] = {
-		"no recording", "kml-probe record", "perf record (r:)", "perf record (p:+r:)",
-		"kml_probe, no record",
+		"no recording", "kml-probe record", "kml-probe record -F perf", "perf record (r:)",
+		"perf record (p:+r:)", "kml_probe, no record",
 	};
-	struct result res[5][ROUNDS], med[5];
+	enum { NONE, KML, KML_PERF, PERF_R, PERF_PR, PROBE, MODES };
+	struct result res[MODES][ROUNDS], med[MODES];
+	char ver[128] = "";
+	FILE *pv;
 	struct kml_probe_attach a = { .func = "kml_probe_target" };
 	struct kml_probe_func f = { .func = "kml_probe_target" };
 	char *bin = argc > 1 ? argv[1] : "build/bin";
+	char line_cmd[1024];
 
 	bin = realpath(bin, NULL);
 	if (!bin)
 		die("the clients' directory");
+	if (getenv("KMODLAB_PERF") && *getenv("KMODLAB_PERF"))
+		perf = getenv("KMODLAB_PERF");
+	snprintf(line_cmd, sizeof(line_cmd), "%s --version 2>&1", perf);
+	pv = popen(line_cmd, "r");
+	if (!pv || !fgets(ver, sizeof(ver), pv))
+		die("perf --version");
+	pclose(pv);
+	ver[strcspn(ver, "\n")] = '\0';
 	/* Its files (kb.*) go to the scratch directory: /tmp may be read-only. */
 	if (chdir(getenv("TMPDIR") ?: "/tmp"))
 		die("TMPDIR");
@@ -256,18 +283,19 @@ int main(int argc, char **argv)
 		      O_APPEND))
 		die("kprobe_events");
 	for (int r = 0; r < ROUNDS; r++) {
-		res[0][r].ns = timed_calls();
-		res[0][r].records = res[0][r].lost = 0;
-		res[0][r].cpu_per_rec = 0;
-		kml_record(bin, &res[1][r]);
-		perf_record("kmlrec:ret", &res[2][r]);
-		perf_record("kmlrec:ent,kmlrec:ret", &res[3][r]);
+		res[NONE][r].ns = timed_calls();
+		res[NONE][r].records = res[NONE][r].lost = 0;
+		res[NONE][r].cpu_per_rec = 0;
+		kml_record(bin, false, &res[KML][r]);
+		kml_record(bin, true, &res[KML_PERF][r]);
+		perf_record("kmlrec:ret", &res[PERF_R][r]);
+		perf_record("kmlrec:ent,kmlrec:ret", &res[PERF_PR][r]);
 		/* The probe alone, histogram only: what recording adds to it. */
 		if (ioctl(fd, KML_PROBE_IOC_ATTACH, &a))
 			die("attach");
-		res[4][r].ns = timed_calls();
-		res[4][r].records = res[4][r].lost = 0;
-		res[4][r].cpu_per_rec = 0;
+		res[PROBE][r].ns = timed_calls();
+		res[PROBE][r].records = res[PROBE][r].lost = 0;
+		res[PROBE][r].cpu_per_rec = 0;
 		if (ioctl(fd, KML_PROBE_IOC_DETACH, &f))
 			die("detach");
 	}
@@ -277,23 +305,29 @@ int main(int argc, char **argv)
 
 	printf("record benchmark: %d rounds x %d in-kernel calls of kml_probe_target, median round\n",
 	       ROUNDS, CALLS);
-	printf("  %-22s %10s %10s %10s %14s\n", "", "ns/call", "records", "lost",
+	printf("perf: %s (%s)\n", perf, ver);
+	printf("  %-24s %10s %10s %10s %14s\n", "", "ns/call", "records", "lost",
 	       "recorder ns/rec");
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < MODES; i++) {
 		qsort(res[i], ROUNDS, sizeof(res[i][0]), cmp);
 		med[i] = res[i][ROUNDS / 2];
-		printf("  %-22s %10.0f %10llu %10llu %14.0f   (TCG)\n", names[i], med[i].ns,
+		printf("  %-24s %10.0f %10llu %10llu %14.0f   (TCG)\n", names[i], med[i].ns,
 		       med[i].records, med[i].lost, med[i].cpu_per_rec);
 	}
 	printf("ratios (same guest run; under TCG only ratios mean anything):\n");
 	printf("  added cost per call, kml-probe record / perf record (r:)    = %6.2f\n",
-	       (med[1].ns - med[0].ns) / (med[2].ns - med[0].ns));
+	       (med[KML].ns - med[NONE].ns) / (med[PERF_R].ns - med[NONE].ns));
 	printf("  added cost per call, kml-probe record / perf record (p:+r:) = %6.2f\n",
-	       (med[1].ns - med[0].ns) / (med[3].ns - med[0].ns));
+	       (med[KML].ns - med[NONE].ns) / (med[PERF_PR].ns - med[NONE].ns));
+	printf("  added cost per call, kml-probe record -F perf / perf record (p:+r:) = %6.2f\n",
+	       (med[KML_PERF].ns - med[NONE].ns) / (med[PERF_PR].ns - med[NONE].ns));
 	printf("  recorder CPU per call, kml-probe record / perf record (p:+r:) = %6.2f\n",
-	       med[1].cpu_per_rec / (med[3].cpu_per_rec * 2));
+	       med[KML].cpu_per_rec / (med[PERF_PR].cpu_per_rec * 2));
+	/* perf.data written at the end: the recorder's CPU is all it adds */
+	printf("  recorder CPU per call, kml-probe record -F perf / perf record (p:+r:) = %6.2f\n",
+	       med[KML_PERF].cpu_per_rec / (med[PERF_PR].cpu_per_rec * 2));
 	printf("  of kml-probe record's added cost, the ring's share           = %6.2f\n",
-	       (med[1].ns - med[4].ns) / (med[1].ns - med[0].ns));
+	       (med[KML].ns - med[PROBE].ns) / (med[KML].ns - med[NONE].ns));
 	close(fd);
 	return 0;
 }

@@ -674,8 +674,10 @@ TEST(perf_reads_the_corpus)
 /*
  * Cut short, ours is refused where perf refuses its own: a cut header or
  * attribute table fails to open (status 255), a cut data section fails
- * perf script. perf reads a file cut in its features, its own as ours.
- * Its own: `perf record` of a software event, when this host lets us.
+ * perf script. A file cut in its features perf 6.1 and 6.12 read and 7.3
+ * refuses (it checks the size first), its own as ours: so that cut is
+ * judged by perf's own alone. Its own: `perf record` of a software
+ * event, when this host lets us.
  */
 TEST(a_cut_file_is_refused_as_perf_refuses_its_own)
 {
@@ -709,7 +711,6 @@ TEST(a_cut_file_is_refused_as_perf_refuses_its_own)
 	ASSERT_EQ(255, ours[1]);
 	ASSERT_NE(0, ours[2]);
 	ASSERT_NE(0, ours[3]);
-	ASSERT_EQ(0, ours[4]);
 
 	snprintf(own, sizeof(own), "%s/own.data", dir);
 	if (run(NULL, 0, "%s record -q -o %s -e task-clock -- sleep 0.01 >/dev/null 2>&1",

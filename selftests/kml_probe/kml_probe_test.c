@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "../kml_selftest.h"
 #include "../kml_fault.h"
 #include "../kml_trace.h"
+#include "kml_probe_file.h"
 
 #define DEV	KML_PROBE_DEVICE
 #define TARGET	"kml_probe_target"
@@ -2780,20 +2782,211 @@ TEST_F_TIMEOUT(record, client_output_file_is_private_and_kept, 600)
 }
 
 /*
- * record -F perf: perf itself reads every call back, with the latency
- * the recording has (the sum of perf's periods is the report's sum_ns),
- * and the recording is kept beside it.
+ * The perf that reads perf.data here, into @perf: KMODLAB_PERF, which the
+ * scripts set to the perf Debian ships for this kernel's series
+ * (scripts/perf-for.sh), must run and be of that series: a missing layer
+ * or another perf fails the test rather than pass against the wrong
+ * reader. Without it (a kernel of your own) the PATH's perf reads, and
+ * @note says when it is not of this kernel's series. Returns 0 (@version:
+ * "perf version ..."), 1 when there is no perf at all (SKIP), or -1 with
+ * the reason in @why.
+ */
+static int perf_of_kernel(char *perf, size_t plen, char *version, size_t vlen,
+			  char *note, size_t nlen, char *why, size_t wlen)
+{
+	const char *env = getenv("KMODLAB_PERF");
+	unsigned int kmaj, kmin, pmaj, pmin;
+	char cmd[1024], out[512], *nl;
+	struct utsname u;
+	bool set = env && *env;
+
+	note[0] = '\0';
+	if (uname(&u) || sscanf(u.release, "%u.%u", &kmaj, &kmin) != 2)
+		return snprintf(why, wlen, "uname: no MAJOR.MINOR"), -1;
+	snprintf(perf, plen, "%s", set ? env : "perf");
+	snprintf(cmd, sizeof(cmd), "%s --version 2>&1", perf);
+	if (kml_run(cmd, out, sizeof(out))) {
+		if (!set)
+			return 1;
+		snprintf(why, wlen, "KMODLAB_PERF=%s does not run (is its layer built? "
+			 "scripts/perf-for.sh %u.%u): %.200s", perf, kmaj, kmin, out);
+		return -1;
+	}
+	nl = strchr(out, '\n');
+	if (nl)
+		*nl = '\0';
+	snprintf(version, vlen, "%.63s", out);
+	if (sscanf(out, "perf version %u.%u", &pmaj, &pmin) != 2)
+		return snprintf(why, wlen, "%s: not perf's version line: %.200s", perf, out), -1;
+	if (pmaj == kmaj && pmin == kmin)
+		return 0;
+	if (set) {
+		snprintf(why, wlen, "KMODLAB_PERF=%s is perf %u.%u, the kernel %s", perf, pmaj,
+			 pmin, u.release);
+		return -1;
+	}
+	snprintf(note, nlen, " (KMODLAB_PERF unset: the PATH's, not of this kernel's series %u.%u)",
+		 kmaj, kmin);
+	return 0;
+}
+
+/* A shell script at @path printing @line, as a stand-in perf. */
+static int fake_perf(const char *path, const char *line)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "#!/bin/sh\necho '%s'\n", line);
+	return fclose(f) || chmod(path, 0755) ? -1 : 0;
+}
+
+/*
+ * Which perf reads perf.data, and its errors: a KMODLAB_PERF that does
+ * not run (its layer missing) or is of another series fails; without it,
+ * the PATH's perf of any series reads (said so), and no perf at all is a
+ * SKIP. No module needed.
+ */
+TEST(perf_of_the_running_kernel)
+{
+	char dir[256], bin[300], perf[512], ver[64], note[256], why[512], line[64], path[1024];
+	unsigned int kmaj, kmin;
+	struct utsname u;
+
+	ASSERT_EQ(0, uname(&u));
+	ASSERT_EQ(2, sscanf(u.release, "%u.%u", &kmaj, &kmin));
+	snprintf(dir, sizeof(dir), "%s/kml_perf_XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(bin, sizeof(bin), "%s/perf", dir);
+
+	/* the layer is missing */
+	ASSERT_EQ(0, setenv("KMODLAB_PERF", "/nonexistent/kmodlab-perf", 1));
+	EXPECT_EQ(-1, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				     why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "does not run")) TH_LOG("%s", why);
+	/* another series */
+	ASSERT_EQ(0, fake_perf(bin, "perf version 1.0.0"));
+	ASSERT_EQ(0, setenv("KMODLAB_PERF", bin, 1));
+	EXPECT_EQ(-1, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				     why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "is perf 1.0, the kernel")) TH_LOG("%s", why);
+	/* not perf */
+	ASSERT_EQ(0, fake_perf(bin, "hello"));
+	EXPECT_EQ(-1, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				     why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "not perf's version line")) TH_LOG("%s", why);
+	/* this kernel's series */
+	snprintf(line, sizeof(line), "perf version %u.%u.9", kmaj, kmin);
+	ASSERT_EQ(0, fake_perf(bin, line));
+	EXPECT_EQ(0, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				    why, sizeof(why)));
+	EXPECT_STREQ(bin, perf);
+	EXPECT_STREQ(line, ver);
+	EXPECT_STREQ("", note);
+	/* unset: the PATH's, of another series, is used and said so */
+	ASSERT_EQ(0, unsetenv("KMODLAB_PERF"));
+	ASSERT_EQ(0, fake_perf(bin, "perf version 1.0.0"));
+	snprintf(path, sizeof(path), "%s:%s", dir, getenv("PATH") ?: "/usr/bin:/bin");
+	ASSERT_EQ(0, setenv("PATH", path, 1));
+	EXPECT_EQ(0, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				    why, sizeof(why)));
+	EXPECT_STREQ("perf", perf);
+	EXPECT_NE(NULL, strstr(note, "not of this kernel's series")) TH_LOG("%s", note);
+	/* and no perf at all: SKIP */
+	ASSERT_EQ(0, unlink(bin));
+	ASSERT_EQ(0, setenv("PATH", dir, 1));
+	EXPECT_EQ(1, perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note),
+				    why, sizeof(why)));
+	ASSERT_EQ(0, rmdir(dir));
+}
+
+struct calls {
+	unsigned int n;
+	uint64_t start[64], ns[64];
+};
+
+static int collect_call(const struct kml_ring_rec *rec, const struct kml_probe_event *ev, void *arg)
+{
+	struct calls *c = arg;
+
+	(void)rec;
+	if (c->n == 64)
+		return -1;
+	c->start[c->n] = ev->start_ns;
+	c->ns[c->n++] = ev->duration_ns;
+	return 0;
+}
+
+/* perf's exit status reading @file with `perf script`. */
+static int perf_script_status(const char *perf, const char *file)
+{
+	char cmd[1024], out[4096];
+
+	snprintf(cmd, sizeof(cmd), "%s script -i %s >/dev/null 2>&1; echo $?", perf, file);
+	if (kml_run(cmd, out, sizeof(out)))
+		return -1;
+	return atoi(out);
+}
+
+/* The data section's offset and size, from a perf.data's header. */
+static int perf_data_section(const char *file, uint64_t *off, uint64_t *size)
+{
+	uint64_t h[7];	/* magic, size, attr_size, attrs {offset, size}, data {offset, size} */
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(h, 8, 7, f);
+	fclose(f);
+	if (n != 7)
+		return -1;
+	*off = h[5];
+	*size = h[6];
+	return 0;
+}
+
+/* @file's first @n bytes as @cut. */
+static int cut_file(const char *file, const char *cut, uint64_t n)
+{
+	char cmd[512], out[256];
+
+	snprintf(cmd, sizeof(cmd), "head -c %llu %s > %s", (unsigned long long)n, file, cut);
+	return kml_run(cmd, out, sizeof(out));
+}
+
+/*
+ * record -F perf, read by the perf Debian ships for this kernel (see
+ * perf_of_kernel()): perf script lists every recorded call, each with
+ * the latency the recording has as its period at the time it was
+ * entered; perf report counts them and sums the latencies (the report's
+ * sum_ns); and a cut file is refused as perf refuses a file of its own
+ * (perf record here) cut at the same places, in the header, the
+ * attributes, at the data, in a sample and in the features.
  */
 TEST_F_TIMEOUT(record, client_perf_data_is_read_by_perf, 600)
 {
-	char cmd[1024], out[65536];
-	unsigned long long period, sum = 0;
+	const char *where[] = { "in the header", "in the attributes", "at the data",
+				"in a sample", "in the features" };
+	char cmd[1024], out[65536], perf[512], ver[64], note[256], why[512], want[256];
+	static uint8_t buf[1 << 20];
+	static struct kml_pf pf;
+	struct calls c = { 0 };
+	bool seen[64] = { false };
+	unsigned long long secs, nsecs, period, sum = 0;
+	uint64_t off, size, cuts[5];
+	int ours[5], theirs[5], lines = 0, r;
 	long want_sum;
-	int lines = 0;
+	size_t len;
 	char *p;
+	FILE *f;
 
-	if (system("perf --version >/dev/null 2>&1"))
+	r = perf_of_kernel(perf, sizeof(perf), ver, sizeof(ver), note, sizeof(note), why,
+			   sizeof(why));
+	ASSERT_NE(-1, r) TH_LOG("%s", why);
+	if (r == 1)
 		SKIP(return, "no perf in this guest");
+	TH_LOG("perf.data read by %s: %s%s", perf, ver, note);
 	ASSERT_EQ(0, detach(self->fd, TARGET));
 	unlink("p.data");
 	unlink("p.data.kml-probe");
@@ -2806,25 +2999,79 @@ TEST_F_TIMEOUT(record, client_perf_data_is_read_by_perf, 600)
 	ASSERT_NE(NULL, p) TH_LOG("%s", out);
 	want_sum = json_num(p, "sum_ns");
 	ASSERT_GT(want_sum, 0);
-	/* one line per call: the event and its period, nothing else */
-	snprintf(cmd, sizeof(cmd), "perf script -i p.data -F event,period 2>&1");
+	/* each call the recording holds: when it was entered, its latency */
+	f = fopen("p.data.kml-probe", "r");
+	ASSERT_NE(NULL, f);
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	ASSERT_EQ(0, kml_pf_parse(buf, len, false, &pf, why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(0, kml_pf_each_call(buf, len, &pf, collect_call, &c));
+	ASSERT_EQ(9U, c.n);
+
+	/* one line per call: the time it was entered, its period, the event */
+	snprintf(cmd, sizeof(cmd), "%s script -i p.data -F time,period,event --ns 2>&1", perf);
 	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	for (p = strtok(out, "\n"); p; p = strtok(NULL, "\n")) {
 		char event[128];
+		unsigned int i;
 
-		/* "  <period> kml_probe:<func>: " */
-		if (sscanf(p, "%llu %127s", &period, event) == 2 &&
-		    !strcmp(event, "kml_probe:" TARGET ":")) {
-			sum += period;
-			lines++;
-		}
+		/* "  <secs>.<nsecs>:  <period> kml_probe:<func>: " */
+		if (sscanf(p, "%llu.%llu: %llu %127s", &secs, &nsecs, &period, event) != 4 ||
+		    strcmp(event, "kml_probe:" TARGET ":"))
+			continue;
+		lines++;
+		sum += period;
+		for (i = 0; i < c.n; i++)
+			if (!seen[i] && c.start[i] == secs * 1000000000ULL + nsecs &&
+			    c.ns[i] == period)
+				break;
+		EXPECT_LT(i, c.n) TH_LOG("no call of the recording is \"%s\"", p);
+		if (i < c.n)
+			seen[i] = true;
 	}
 	EXPECT_EQ(9, lines);
 	EXPECT_EQ((unsigned long long)want_sum, sum);
-	/* perf refuses the file cut short, as it refuses its own */
-	ASSERT_EQ(0, truncate("p.data", 64));
-	snprintf(cmd, sizeof(cmd), "perf script -i p.data 2>&1");
-	EXPECT_NE(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+
+	/* perf report: the samples and the total latency, the event's count */
+	snprintf(cmd, sizeof(cmd), "%s report -i p.data --stdio 2>&1", perf);
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "# Samples: 9  of event 'kml_probe:" TARGET "'"))
+		TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "# Event count (approx.): %ld\n", want_sum);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("no \"%s\" in:\n%s", want, out);
+
+	/* cut short, refused as perf refuses its own cut at the same places */
+	snprintf(cmd, sizeof(cmd), "%s record -q -o own.data -e task-clock -- sleep 0.01 2>&1",
+		 perf);
+	ASSERT_EQ(0, kml_run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	for (int k = 0; k < 2; k++) {
+		const char *file = k ? "own.data" : "p.data";
+		int *st = k ? theirs : ours;
+
+		ASSERT_EQ(0, perf_data_section(file, &off, &size));
+		ASSERT_GT(size, 0);
+		cuts[0] = 60;
+		cuts[1] = 104 + 40;
+		cuts[2] = off;
+		cuts[3] = off + size / 2 + 4;
+		cuts[4] = off + size + 70;
+		for (int i = 0; i < 5; i++) {
+			ASSERT_EQ(0, cut_file(file, "cut.data", cuts[i]));
+			st[i] = perf_script_status(perf, "cut.data");
+		}
+	}
+	for (int i = 0; i < 5; i++) {
+		EXPECT_EQ(theirs[i], ours[i]) TH_LOG("cut %s: perf's own %d, ours %d", where[i],
+						     theirs[i], ours[i]);
+	}
+	/*
+	 * and the cuts before the features are refusals (perf exits 255 or
+	 * 1), not crashes (a signal shows as 128 + its number)
+	 */
+	for (int i = 0; i < 4; i++) {
+		EXPECT_TRUE(ours[i] != 0 && (ours[i] < 129 || ours[i] > 128 + 64))
+			TH_LOG("cut %s: %d", where[i], ours[i]);
+	}
 }
 
 /*
