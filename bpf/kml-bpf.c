@@ -103,7 +103,8 @@ static long long percpu_sum(int fd, const void *key)
 	if (!v)
 		die("out of memory");
 	/* LAB bpf 1: A per-CPU map's lookup from userspace fills one value
-	 * per possible CPU: add them all up. */
+	 * per possible CPU: add them all up.
+	 */
 	if (bpf_map_lookup_elem(fd, key, v)) {
 		free(v);
 		return -1;

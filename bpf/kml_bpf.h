@@ -14,7 +14,8 @@
 #endif
 
 /* How many (rule, source) pairs the drops map holds; drops of a pair
- * beyond them are counted in the drops_unkept array, not lost in silence. */
+ * beyond them are counted in the drops_unkept array, not lost in silence.
+ */
 #define KML_BPF_DROP_KEYS	1024
 
 /**
@@ -33,7 +34,8 @@ struct kml_bpf_drop_key {
 };
 
 /* The latency histogram: bucket 0 holds 0 ns, bucket k (1..64) holds
- * 2^(k-1) <= ns < 2^k, as kml_probe's (uapi/linux/kml_probe.h). */
+ * 2^(k-1) <= ns < 2^k, as kml_probe's (uapi/linux/kml_probe.h).
+ */
 #define KML_BPF_BUCKETS		65
 /* the histogram array's slots after the buckets: calls, their sum */
 #define KML_BPF_SLOT_COUNT	KML_BPF_BUCKETS
@@ -50,7 +52,8 @@ struct kml_bpf_drop_key {
  */
 #define KML_BPF_MAX_DEPTH	8
 /* Threads inside the timed function at once that the latency program
- * follows; a thread's entry is deleted when its outermost call returns. */
+ * follows; a thread's entry is deleted when its outermost call returns.
+ */
 #define KML_BPF_THREADS		1024
 
 /**

@@ -28,7 +28,8 @@
 #include "kml_bpf.h"
 
 /* uapi/linux/kml_filter.h's KML_FILTER_DROP (that header needs the
- * kernel's linux/types.h, which vmlinux.h replaces here) */
+ * kernel's linux/types.h, which vmlinux.h replaces here)
+ */
 #define KML_FILTER_DROP	2
 
 /*
@@ -76,13 +77,15 @@ int kml_drop(struct trace_event_raw_verdict *ctx)
 	 * nothing, and the verifier refuses a program that could use what it
 	 * did not find; an insert may fail too: with -EEXIST when another CPU
 	 * inserted the same key first (count again), with -E2BIG when the map
-	 * is full (count it in drops_unkept). */
+	 * is full (count it in drops_unkept).
+	 */
 	if (ctx->verdict != KML_FILTER_DROP)
 		return 0;
 	key.rule = ctx->rule;
 	key.family = ctx->family;
 	/* an array is copied by address, which the verifier allows only
-	 * through a helper: bpf_probe_read_kernel() at the relocated offset */
+	 * through a helper: bpf_probe_read_kernel() at the relocated offset
+	 */
 	bpf_core_read(&key.saddr, sizeof(key.saddr), &ctx->saddr);
 
 	n = bpf_map_lookup_elem(&drops, &key);

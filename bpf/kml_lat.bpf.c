@@ -69,7 +69,8 @@ int BPF_KPROBE(kml_enter)
 	 * no other thread's) will find it: on the stack of this thread's
 	 * open calls in open_calls, creating the thread's entry the first
 	 * time. A call nested deeper than KML_BPF_MAX_DEPTH is still counted
-	 * in the depth, so the returns pair up, but it is not timed. */
+	 * in the depth, so the returns pair up, but it is not timed.
+	 */
 	s = bpf_map_lookup_elem(&open_calls, &tid);
 	if (!s) {
 		struct kml_bpf_stack fresh = {};
@@ -99,7 +100,8 @@ int BPF_KRETPROBE(kml_exit)
 	/* LAB bpf 2: Time the call that returns: the newest entry of this
 	 * thread's stack. Count it in the histogram (its bucket, the count
 	 * and the sum), or in untimed if it was not timed, and delete the
-	 * thread's entry once its outermost call has returned. */
+	 * thread's entry once its outermost call has returned.
+	 */
 	s = bpf_map_lookup_elem(&open_calls, &tid);
 	if (!s || !s->depth) {
 		/* entered before we attached, or no room for the thread */

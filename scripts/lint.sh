@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make lint`: the static quality gates, one PASS/FAIL line each, exit 1 if
 # any failed. `make check` runs the same script and counts its lines.
-#   checkpatch --strict (from the cached 6.12 tree) on every kernel source,
+#   checkpatch --strict (from the cached 6.12 tree) on every kernel source
+#   (the modules, the uapi headers, lab bpf's BPF programs),
 #   sparse (make modules C=2), kernel-doc, the W=1 -Werror module build,
 #   cppcheck, the -Wall -Wextra -Werror build of all userspace code, and
 #   the man pages (man-db and groff warnings, every command documented).
@@ -31,7 +32,9 @@ while IFS= read -r f; do
 		cat "$logs/checkpatch.txt"
 		bad "checkpatch $f"
 	fi
-done < <(find modules uapi -name '*.[ch]' | sort)
+# (bpf/: lab bpf's programs, kernel code too; its loader kml-bpf.c is
+# userspace, held to -Werror by its build like the clients)
+done < <(find modules uapi bpf -name '*.[ch]' ! -name 'kml-bpf.c' | sort)
 
 # Licences (LICENSE): every source and script says which in its first
 # lines: GPL-2.0, or for the uapi headers GPL-2.0 WITH Linux-syscall-note.
@@ -87,7 +90,7 @@ else
 	bad "W=1 -Werror build and sparse (make modules C=2)"
 fi
 
-if "$ksrc/scripts/kernel-doc" -none $(find uapi modules -name '*.[ch]') \
+if "$ksrc/scripts/kernel-doc" -none $(find uapi modules -name '*.[ch]') bpf/kml_bpf.h \
 	> "$logs/kernel-doc.log" 2>&1 && ! [[ -s $logs/kernel-doc.log ]]; then
 	ok "kernel-doc"
 else

@@ -303,8 +303,9 @@ static void libbpf_off(void)
 	lb_counted = 0;
 	f = fopen(lb_out, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, TARGET " calls %llu", &lb_counted) != 1)
-			fprintf(stderr, "%s", strncmp(line, "bucket ", 7) ? line : "");
+		if (sscanf(line, TARGET " calls %llu", &lb_counted) != 1 &&
+		    strncmp(line, "bucket ", 7) && strncmp(line, "kml-bpf: attached", 17))
+			fprintf(stderr, "%s", line);	/* what went wrong */
 	if (f)
 		fclose(f);
 	unlink(lb_out);
