@@ -685,6 +685,52 @@ def the_labs_table_counts_what_the_labs_have():
         assert row and row.group(0).endswith(f"| {want} |"), (name, want, row and row.group(0))
 
 
+@test
+def a_bpf_lab_tree_holds_its_programs_cut_and_no_module_source():
+    """lab bpf: the student edits bpf/, not a module; the tree gets the
+    whole bpf/ directory (Makefile, shared header) with its sources cut,
+    the modules it uses only as headers, and its selftests the loader the
+    student builds (tree_env)."""
+    lb = lab.load_lab("bpf")
+    assert lab.is_bpf(lb) and not lab.is_bpf(lab.load_lab("probe"))
+    assert lab.own_modules(lb) == [], lab.own_modules(lb)
+    d = tree_of("bpf")
+    try:
+        for f in ("Makefile", "kml_bpf.h"):
+            assert os.path.exists(os.path.join(d, "bpf", f)), f
+        for src in lb["sources"]:
+            text = open(os.path.join(d, src)).read()
+            assert not any(lab.BEGIN.match(ln) or lab.END.match(ln) for ln in text.split("\n")), src
+        assert "TODO 1:" in open(os.path.join(d, "bpf/kml_drops.bpf.c")).read()
+        assert "TODO 2:" in open(os.path.join(d, "bpf/kml_lat.bpf.c")).read()
+        for m in lb["modules"]:
+            have = os.listdir(os.path.join(d, "modules", m))
+            assert all(f.endswith(".h") for f in have), (m, have)
+        assert lab.tree_env(lb, d) == {"KMODLAB_BPF": os.path.join(d, "bpf/build/kml-bpf")}
+        assert lab.tree_env(lab.load_lab("probe"), d) == {}
+    finally:
+        shutil.rmtree(d)
+
+
+@test
+def submit_leaves_out_a_bpf_trees_build():
+    """bpf/build holds vmlinux.h (megabytes), objects and the loader: what
+    make builds, not what the student wrote."""
+    lb = lab.load_lab("bpf")
+    d = tree_of("bpf")
+    out = tempfile.mkdtemp()
+    try:
+        os.makedirs(os.path.join(d, "bpf", "build"))
+        open(os.path.join(d, "bpf", "build", "vmlinux.h"), "w").close()
+        import tarfile
+        names = tarfile.open(lab.submit(lb, d, "alice", out)).getnames()
+        assert "alice-bpf/bpf/kml_lat.bpf.c" in names, names
+        assert not [n for n in names if "/build" in n], names
+    finally:
+        shutil.rmtree(d)
+        shutil.rmtree(out)
+
+
 def main():
     print("TAP version 13")
     print(f"1..{len(tests)}")
