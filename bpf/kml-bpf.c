@@ -78,7 +78,7 @@ static void die_load(const char *prog, int err)
  * printed is not lost, nor the default action's exit taken before the
  * maps are read: it is delivered inside sigsuspend().
  */
-static void wait_stop(unsigned int secs)
+static void wait_stop(unsigned long secs)
 {
 	if (secs)
 		alarm(secs);
@@ -128,7 +128,7 @@ static void print_addr(const struct kml_bpf_drop_key *k)
 	fputs(buf, stdout);
 }
 
-static void drops(unsigned int secs)
+static void drops(unsigned long secs)
 {
 	struct kml_bpf_drop_key key, next, *prev = NULL;
 	struct kml_drops_bpf *skel;
@@ -167,7 +167,7 @@ static void drops(unsigned int secs)
 	kml_drops_bpf__destroy(skel);
 }
 
-static void lat(const char *func, unsigned int secs)
+static void lat(const char *func, unsigned long secs)
 {
 	struct kml_lat_bpf *skel;
 	long long n, count, sum;
@@ -177,14 +177,19 @@ static void lat(const char *func, unsigned int secs)
 	skel = kml_lat_bpf__open_and_load();
 	if (!skel)
 		die_load("kml_enter and kml_exit", -errno);
-	skel->links.kml_enter = bpf_program__attach_kprobe(skel->progs.kml_enter,
-							   false, func);
-	if (!skel->links.kml_enter)
-		die("no kprobe on %s: %s", func, strerror(errno));
+	/*
+	 * The return first: a call entered between the two attaches then has
+	 * its return seen without its entry (counted untimed), never the
+	 * other way round, which would leave an entry no return ever takes.
+	 */
 	skel->links.kml_exit = bpf_program__attach_kprobe(skel->progs.kml_exit,
 							  true, func);
 	if (!skel->links.kml_exit)
 		die("no kretprobe on %s: %s", func, strerror(errno));
+	skel->links.kml_enter = bpf_program__attach_kprobe(skel->progs.kml_enter,
+							   false, func);
+	if (!skel->links.kml_enter)
+		die("no kprobe on %s: %s", func, strerror(errno));
 	fprintf(stderr, "kml-bpf: attached to %s; ^C prints the histogram\n", func);
 	wait_stop(secs);
 
@@ -215,7 +220,7 @@ static __attribute__((noreturn)) void usage(FILE *f, int status)
 
 int main(int argc, char **argv)
 {
-	unsigned int secs = 0;
+	unsigned long secs = 0;
 	const char *cmd;
 	char *end;
 	int c;
@@ -230,7 +235,7 @@ int main(int argc, char **argv)
 			usage(stderr, 2);
 		errno = 0;
 		secs = strtoul(optarg, &end, 10);
-		if (errno || *end || !*optarg || secs > 86400)
+		if (errno || *end || !*optarg || *optarg == '-' || secs > 86400)
 			die("-t %s: seconds, 0 to 86400", optarg);
 	}
 	if ((strcmp(cmd, "drops") || optind != argc) &&

@@ -44,13 +44,13 @@ struct kml_bpf_drop_key {
 
 /*
  * How deep one thread's calls of the timed function may nest and still be
- * timed. No more is useful: the kretprobe under a BPF program has the
- * kernel's default number of instances, max(10, 2 * possible CPUs), for
- * all the calls in flight at once (kml_probe's ATTACH can ask for more;
- * Debian 12's libbpf cannot), and a return without an instance is never
- * seen. A power of two: the index is masked with it.
+ * timed. Not much more is useful: the kretprobe under a BPF program has
+ * the kernel's default number of instances, max(10, 2 * possible CPUs),
+ * for all the calls in flight at once, every thread's (kml_probe's ATTACH
+ * can ask for more; libbpf's perf kprobes cannot), and a return without
+ * an instance is never seen. A power of two: the index is masked with it.
  */
-#define KML_BPF_MAX_DEPTH	8
+#define KML_BPF_MAX_DEPTH	4
 /* Threads inside the timed function at once that the latency program
  * follows; a thread's entry is deleted when its outermost call returns.
  */
@@ -59,13 +59,16 @@ struct kml_bpf_drop_key {
 /**
  * struct kml_bpf_stack - one thread's open calls of the timed function
  * @t0: their entry times, outermost first (ns, the kernel's monotonic clock)
- * @depth: how many are open
- * @pad: zero
+ * @sp: their stack pointers at entry, which tell a call's return from a
+ *	deeper one's whose return was never seen
+ * @depth: how many are kept in @t0 and @sp
+ * @deeper: calls open beyond those KML_BPF_MAX_DEPTH, not timed
  */
 struct kml_bpf_stack {
 	__u64 t0[KML_BPF_MAX_DEPTH];
+	__u64 sp[KML_BPF_MAX_DEPTH];
 	__u32 depth;
-	__u32 pad;
+	__u32 deeper;
 };
 
 /*

@@ -17,6 +17,14 @@
  * when the thread's outermost call returns, or the map would fill with
  * threads long gone.
  *
+ * A return can be missed: the kretprobe has a fixed number of instances
+ * for all the calls in flight, and a call that finds none is not seen
+ * returning. Its entry would then stay on the stack for good, and every
+ * later return of the thread would take the wrong time. So each entry
+ * keeps its stack pointer: a return takes the entry whose stack frame is
+ * its own, and entries of frames below it, or at or below a new call's,
+ * belong to calls that have returned unseen.
+ *
  * Both programs run with preemption off, and BPF runs no second tracing
  * program on a CPU while one runs there: the histogram's per-CPU slots
  * have one writer at a time, and a thread's stack only its own.
@@ -59,17 +67,25 @@ static __always_inline void slot_add(void *map, __u32 slot, __u64 v)
 		*p += v;
 }
 
+/* the index of the newest kept call: the verifier wants it bounded */
+#define TOP(s)	(((s)->depth - 1) & (KML_BPF_MAX_DEPTH - 1))
+
 SEC("kprobe")
 int BPF_KPROBE(kml_enter)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 sp = PT_REGS_SP(ctx);
 	struct kml_bpf_stack *s;
+	int i;
 
-	/* LAB bpf 2: Note when this call began, where its own return (and
-	 * no other thread's) will find it: on the stack of this thread's
+	/* LAB bpf 2: Note when this call began, and where its stack frame
+	 * is (its stack pointer at entry), on the stack of this thread's
 	 * open calls in open_calls, creating the thread's entry the first
-	 * time. A call nested deeper than KML_BPF_MAX_DEPTH is still counted
-	 * in the depth, so the returns pair up, but it is not timed.
+	 * time. A kept call whose stack pointer is at or below this one's
+	 * has returned unseen (a return is missed when the kretprobe has no
+	 * instance left): drop it, as untimed. A call nested deeper than
+	 * KML_BPF_MAX_DEPTH is counted in deeper, so the returns pair up,
+	 * but not timed.
 	 */
 	s = bpf_map_lookup_elem(&open_calls, &tid);
 	if (!s) {
@@ -81,9 +97,18 @@ int BPF_KPROBE(kml_enter)
 		if (!s)
 			return 0;
 	}
-	if (s->depth < KML_BPF_MAX_DEPTH)
+	for (i = 0; i < KML_BPF_MAX_DEPTH && s->depth && s->sp[TOP(s)] <= sp; i++) {
+		s->depth--;
+		s->deeper = 0;		/* nested in a call that returned */
+		slot_add(&untimed, 0, 1);
+	}
+	if (s->depth < KML_BPF_MAX_DEPTH && !s->deeper) {
 		s->t0[s->depth & (KML_BPF_MAX_DEPTH - 1)] = bpf_ktime_get_ns();
-	s->depth++;
+		s->sp[s->depth & (KML_BPF_MAX_DEPTH - 1)] = sp;
+		s->depth++;
+	} else {
+		s->deeper++;
+	}
 	/* LAB bpf 2 end */
 	return 0;
 }
@@ -93,31 +118,44 @@ int BPF_KRETPROBE(kml_exit)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	/* the return took its address off the stack: sp is the entry's + 8 */
+	__u64 sp = PT_REGS_SP(ctx) - 8;
 	struct kml_bpf_stack *s;
-	__u32 depth;
 	__u64 ns;
+	int i;
 
-	/* LAB bpf 2: Time the call that returns: the newest entry of this
-	 * thread's stack. Count it in the histogram (its bucket, the count
-	 * and the sum), or in untimed if it was not timed, and delete the
-	 * thread's entry once its outermost call has returned.
+	/* LAB bpf 2: Time the call that returns: the kept call whose stack
+	 * pointer is this one's. Kept calls nested deeper (below it) returned
+	 * unseen: drop them, as untimed. Count the call in the histogram
+	 * (its bucket, the count and the sum), or in untimed if it was not
+	 * kept (too deep, or entered before we attached), and delete the
+	 * thread's entry once nothing of it is open.
 	 */
 	s = bpf_map_lookup_elem(&open_calls, &tid);
-	if (!s || !s->depth) {
+	if (!s) {
 		/* entered before we attached, or no room for the thread */
 		slot_add(&untimed, 0, 1);
 		return 0;
 	}
-	depth = --s->depth;
-	if (depth < KML_BPF_MAX_DEPTH) {
-		ns = now - s->t0[depth & (KML_BPF_MAX_DEPTH - 1)];
+	if (s->deeper) {
+		s->deeper--;
+		slot_add(&untimed, 0, 1);
+		return 0;
+	}
+	for (i = 0; i < KML_BPF_MAX_DEPTH && s->depth && s->sp[TOP(s)] < sp; i++) {
+		s->depth--;
+		slot_add(&untimed, 0, 1);
+	}
+	if (s->depth && s->sp[TOP(s)] == sp) {
+		ns = now - s->t0[TOP(s)];
+		s->depth--;
 		slot_add(&hist, kml_bpf_bucket(ns), 1);
 		slot_add(&hist, KML_BPF_SLOT_COUNT, 1);
 		slot_add(&hist, KML_BPF_SLOT_SUM, ns);
 	} else {
 		slot_add(&untimed, 0, 1);
 	}
-	if (!depth)
+	if (!s->depth)
 		bpf_map_delete_elem(&open_calls, &tid);
 	/* LAB bpf 2 end */
 	return 0;

@@ -471,10 +471,15 @@ def gen(lab, step, dest, force=False, quiet=False):
         # markers (scripts/doc-numbers.py): the student reads it raw
         with open(sheet) as f, open(os.path.join(dest, "LAB.md"), "w") as g:
             g.write(NUMBER_QUOTE.sub(r"\1", f.read()))
+    what = ("your BPF programs and their loader (bpf/build)" if is_bpf(lab)
+            else "your module(s)")
+    clean = ("rm -rf $(CURDIR)/bpf/build" if is_bpf(lab) else
+             "$(MAKE) -C $$($(REPO)/scripts/kernel.sh kdir) M=$(CURDIR) clean")
     with open(os.path.join(dest, "Makefile"), "w") as f:
         f.write(f"""# Student tree of kmodlab lab '{lab['name']}' (generated at step {step}).
-# `make` builds your module(s); `make grade` builds, boots the test guest
-# and runs the graded selftests; `make vm` is a guest shell.
+# `make` builds {what};
+# `make grade` builds, boots the test guest and runs the graded
+# selftests; `make vm` is a guest shell.
 REPO := {REPO}
 LAB  := {lab['name']}
 all:
@@ -486,7 +491,7 @@ submit:
 vm: all
 \t$(MAKE) -C $(REPO) vm KMODLAB_KO_DIR=$(CURDIR)
 clean:
-\t$(MAKE) -C $$($(REPO)/scripts/kernel.sh kdir) M=$(CURDIR) clean
+\t{clean}
 .PHONY: all grade submit vm clean
 """)
     with open(os.path.join(dest, ".kmodlab-lab"), "w") as f:
@@ -700,12 +705,33 @@ def code_only(text):
     return re.sub(r"\s+", "", text)
 
 
+# Answers shorter than this (code only, no comments or spaces) are not
+# judged: two honest answers of a few lines are often the same code.
+COPY_MIN_CODE = 160
+
+
 def copied_answer(lab, dest):
     """Why a student tree looks like the repository's answer ([] if not):
     a source still holding the LAB markers only the module's own file has,
-    or the same code as the solution once comments and spacing are gone."""
+    or the same code as the solution once comments and spacing are gone.
+    Only the files where the tree's student had something to write are
+    judged (a tree started at step 2 holds step 1's answer, given), and
+    only if that answer is long enough to tell a copy from a coincidence;
+    a full solution tree (STEP past the last) is judged whole."""
+    try:
+        with open(os.path.join(dest, ".kmodlab-lab")) as f:
+            start = int(json.load(f).get("step", 1))
+    except (OSError, ValueError, TypeError):
+        start = 1
+    if start > len(lab["step"]):
+        start = 1
     why = []
     for src in lab["sources"]:
+        lines, regs = regions(os.path.join(REPO, src), lab["name"])
+        answer = "".join(code_only("\n".join(lines[cend + 1:end]))
+                         for _, cend, end, n, _, _ in regs if n >= start)
+        if len(answer) < COPY_MIN_CODE:
+            continue
         try:
             with open(os.path.join(dest, src)) as f:
                 text = f.read()

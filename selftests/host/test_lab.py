@@ -341,6 +341,33 @@ def a_copied_solution_is_flagged():
 
 
 @test
+def only_what_the_student_wrote_is_judged_a_copy():
+    """A tree started at step 2 holds step 1's answer as the generator
+    wrote it: not a copy. A short answer (lab bpf's percpu_sum(), a few
+    lines) is the same as the solution's when written honestly: not
+    judged. A longer one copied still is."""
+    lb = lab.load_lab("bpf")
+    d2 = tree_of("bpf", 2)
+    d1 = tree_of("bpf", 1)
+    sol = tree_of("bpf", len(lb["step"]) + 1)
+    try:
+        # step 2's tree: kml_drops.bpf.c and kml-bpf.c are given whole
+        lat = "bpf/kml_lat.bpf.c"
+        assert lab.copied_answer(lb, d2) == [], lab.copied_answer(lb, d2)
+        shutil.copy(os.path.join(sol, lat), os.path.join(d2, lat))
+        assert [w for w in lab.copied_answer(lb, d2) if lat in w], "a copied step 2 is flagged"
+        # step 1's tree: the short loader answer is not judged, the program is
+        for src in ("bpf/kml-bpf.c", "bpf/kml_drops.bpf.c"):
+            shutil.copy(os.path.join(sol, src), os.path.join(d1, src))
+        why = lab.copied_answer(lb, d1)
+        assert not [w for w in why if "kml-bpf.c" in w], why
+        assert [w for w in why if "kml_drops.bpf.c" in w], why
+    finally:
+        for d in (d1, d2, sol):
+            shutil.rmtree(d)
+
+
+@test
 def a_sheet_naming_what_the_solution_lacks_is_refused():
     """labs/NAME/README.md against the solution: a renamed function, a
     member expression of our own structs, a graded test or a file of ours
