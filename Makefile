@@ -257,6 +257,7 @@ $(BUILD)/selftests/kml_ring_test: selftests/kml_ring/kml_ring_test.c selftests/k
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< $(RING_LIB) -lpthread
 
 $(BUILD)/selftests/kml_filter_test: selftests/kml_filter/kml_filter_test.c selftests/kml_selftest.h selftests/kml_fault.h selftests/kml_trace.h \
+		selftests/kml_net.h \
 		$(FILTER_LIB) $(FILTER_HDR) userspace/kml_nl.c userspace/kml_nl.h \
 		$(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
@@ -282,7 +283,7 @@ BPF_KDIR = $$(PROFILE=default $(KSCRIPT) kdir)
 bpf: $(BUILD)/selftests/kml_bpf_test
 	+$(MAKE) -C $(TOP)/bpf KDIR=$(BPF_KDIR) O=$(BUILD)/bpf
 
-$(BUILD)/selftests/kml_bpf_test: selftests/kml_bpf/kml_bpf_test.c selftests/kml_selftest.h \
+$(BUILD)/selftests/kml_bpf_test: selftests/kml_bpf/kml_bpf_test.c selftests/kml_selftest.h selftests/kml_net.h \
 		uapi/linux/kml_probe.h $(KSRC)/tools/testing/selftests/kselftest_harness.h
 	@mkdir -p $(@D)
 	$(CC) $(SELFTEST_CFLAGS) -o $@ $< -lpthread

@@ -506,6 +506,20 @@ clean:
             print(f"  then: make grade LAB={lab['name']} DIR={dest}")
 
 
+def run_make(cmd, log, jobs):
+    """Runs the make command @cmd, @jobs at a time (all cores unless the
+    caller's MAKEFLAGS say), its output to @log if given: True if it
+    succeeded."""
+    if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
+        cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
+    if log:
+        with open(log, "w") as f:
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    else:
+        r = subprocess.run(cmd)
+    return r.returncode == 0
+
+
 def build_bpf(lab, dest, log, jobs):
     """A BPF lab's tree: the repository's build of the modules it uses
     (every .ko of their directories: kml_probe's holds the timed target
@@ -526,14 +540,7 @@ def build_bpf(lab, dest, log, jobs):
                                  env=dict(os.environ, PROFILE="default")).strip()
     cmd = ["make", "-C", os.path.join(dest, "bpf"), f"KDIR={kd}",
            f"O={os.path.join(dest, 'bpf', 'build')}", f"KML_SKEL_CFLAGS={SKEL_CFLAGS}"]
-    if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
-        cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
-    if log:
-        with open(log, "w") as f:
-            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
-    else:
-        r = subprocess.run(cmd)
-    return r.returncode == 0
+    return run_make(cmd, log, jobs)
 
 
 def build(lab, dest, log=None, jobs=None):
@@ -563,14 +570,7 @@ def build(lab, dest, log=None, jobs=None):
         with open(os.path.join(dest, "deps.symvers"), "w") as f:
             f.writelines(mine)
         cmd.insert(-1, f"KBUILD_EXTRA_SYMBOLS={os.path.join(dest, 'deps.symvers')}")
-    if jobs or "-j" not in os.environ.get("MAKEFLAGS", ""):
-        cmd.insert(1, f"-j{jobs or os.cpu_count() or 1}")
-    if log:
-        with open(log, "w") as f:
-            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
-    else:
-        r = subprocess.run(cmd)
-    return r.returncode == 0
+    return run_make(cmd, log, jobs)
 
 
 def ko_files(lab, dest):

@@ -158,27 +158,32 @@ static unsigned long long bt_counted;	/* calls in the last hist printed */
 
 static void bpftrace_off(void);
 
-static int bpftrace_on(void)
+/*
+ * Starts @argv as the child (child_pid), its stdout and stderr into a new
+ * temporary file whose name is left in @out, and waits until both its
+ * probes are on the target: 0, or -1 (it exited, or did not attach in
+ * 120 s) after @off(), which stops it and shows what it said.
+ */
+static int child_on(const char *what, char *out, char *const argv[], void (*off)(void))
 {
-	int out;
+	int fd;
 
-	strcpy(bt_out, "/tmp/kml_probe_bench.XXXXXX");
-	out = mkstemp(bt_out);
-	if (out < 0)
+	strcpy(out, "/tmp/kml_probe_bench.XXXXXX");
+	fd = mkstemp(out);
+	if (fd < 0)
 		die("mkstemp");
 	child_pid = fork();
 	if (child_pid < 0)
 		die("fork");
 	if (!child_pid) {
-		dup2(out, 1);
-		dup2(out, 2);
-		/* -B none: no buffering at all, even into a file. */
-		execlp("bpftrace", "bpftrace", "-B", "none", "-e", bt_prog, (char *)NULL);
-		dprintf(1, "exec bpftrace: %s\n", strerror(errno));
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execvp(argv[0], argv);
+		dprintf(1, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	close(out);
-	/* Both probes listed: bpftrace attaches one after the other. */
+	close(fd);
+	/* Both probes listed: each attaches one after the other. */
 	for (double end = now_ns() + 120e9; now_ns() < end; usleep(100000)) {
 		if (waitpid(child_pid, NULL, WNOHANG) == child_pid) {
 			child_pid = -1;
@@ -187,10 +192,18 @@ static int bpftrace_on(void)
 		if (target_kprobes() == 2)
 			return 0;
 	}
-	fprintf(stderr, "kml_probe_bench: bpftrace %s\n",
+	fprintf(stderr, "kml_probe_bench: %s %s\n", what,
 		child_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
-	bpftrace_off();		/* stops it if need be, shows what it said */
+	off();
 	return -1;
+}
+
+static int bpftrace_on(void)
+{
+	/* -B none: no buffering at all, even into a file. */
+	char *const argv[] = { "bpftrace", "-B", "none", "-e", (char *)bt_prog, NULL };
+
+	return child_on("bpftrace", bt_out, argv, bpftrace_off);
 }
 
 /* The calls bpftrace's histogram counted: "[a, b)  N |@@@|" lines. */
@@ -253,40 +266,14 @@ static void libbpf_off(void);
 static int libbpf_on(void)
 {
 	const char *bin = getenv("KMODLAB_BPF");
-	int out;
+	char *const argv[] = { (char *)bin, "lat", TARGET, NULL };
 
 	if (!bin || access(bin, X_OK)) {
 		fprintf(stderr, "kml_probe_bench: no kml-bpf (KMODLAB_BPF=%s): make bpf\n",
 			bin ? bin : "");
 		return -1;
 	}
-	strcpy(lb_out, "/tmp/kml_probe_bench.XXXXXX");
-	out = mkstemp(lb_out);
-	if (out < 0)
-		die("mkstemp");
-	child_pid = fork();
-	if (child_pid < 0)
-		die("fork");
-	if (!child_pid) {
-		dup2(out, 1);
-		dup2(out, 2);
-		execl(bin, "kml-bpf", "lat", TARGET, (char *)NULL);
-		dprintf(1, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
-	}
-	close(out);
-	for (double end = now_ns() + 120e9; now_ns() < end; usleep(100000)) {
-		if (waitpid(child_pid, NULL, WNOHANG) == child_pid) {
-			child_pid = -1;
-			break;
-		}
-		if (target_kprobes() == 2)
-			return 0;
-	}
-	fprintf(stderr, "kml_probe_bench: kml-bpf %s\n",
-		child_pid < 0 ? "exited before attaching" : "did not attach in 120 s");
-	libbpf_off();
-	return -1;
+	return child_on("kml-bpf", lb_out, argv, libbpf_off);
 }
 
 static void libbpf_off(void)

@@ -34,6 +34,7 @@
 #include <linux/kml_probe.h>
 
 #include "../kml_selftest.h"
+#include "../kml_net.h"
 #include "kselftest_harness.h"
 
 /* Time only a failure costs: waiting for what should come at once. */
@@ -161,23 +162,6 @@ static const char *last_line(const char *text)
 
 /* ---- drops ---- */
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
-
-	if (s < 0)
-		return -1;
-	strcpy(ifr.ifr_name, "lo");
-	ret = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (!ret) {
-		ifr.ifr_flags |= IFF_UP;
-		ret = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return ret;
-}
-
 /* Sends @n UDP datagrams from @src to @dst:@port (one family's strings). */
 static int send_udp(const char *src, const char *dst, int port, int n)
 {
@@ -273,7 +257,7 @@ FIXTURE_SETUP(drops)
 	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
 	/* this process's own namespace: its loopback carries only our packets */
 	ASSERT_EQ(0, unshare(CLONE_NEWNET));
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 }
 
 FIXTURE_TEARDOWN(drops)

@@ -44,6 +44,7 @@
 
 #include "kselftest_harness.h"
 #include "../kml_selftest.h"
+#include "../kml_net.h"
 #include "../kml_fault.h"
 #include "../kml_trace.h"
 #include <linux/kml_filter.h>
@@ -2331,30 +2332,13 @@ FIXTURE(lo) {
 	int raw4, raw6;
 };
 
-static int lo_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret;
-
-	if (s < 0)
-		return -1;
-	strcpy(ifr.ifr_name, "lo");
-	ret = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (!ret) {
-		ifr.ifr_flags |= IFF_UP;
-		ret = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return ret;
-}
-
 FIXTURE_SETUP(lo)
 {
 	ASSERT_EQ(0, kml_load_once("modules/kml_stats/kml_stats.ko", ""));
 	ASSERT_EQ(0, kml_load_once("modules/kml_filter/kml_filter.ko", ""));
 	/* the harness runs each test in a process of its own */
 	ASSERT_EQ(0, unshare(CLONE_NEWNET));
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	self->fd = open(KML_FILTER_DEVICE, O_RDWR | O_CLOEXEC);
 	self->raw4 = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
 	self->raw6 = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
@@ -6435,7 +6419,7 @@ TEST_F_TIMEOUT(nl, log_flood_counts_every_packet, 300)
 	__u64 limit, drops, seen;
 
 	ASSERT_NE(NULL, lr);
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(64);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
@@ -6524,7 +6508,7 @@ TEST_F(nl, log_only_rules_log_and_go_on)
 	__u32 n = 3;
 
 	ASSERT_NE(NULL, lr);
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(16);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
@@ -6583,7 +6567,7 @@ TEST_F(nl, log_attach_errors_and_its_owner)
 	struct nlreq q;
 	int ring, null, rx, tx, k;
 
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(4);
 	ASSERT_LE(0, ring);
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -6862,7 +6846,7 @@ TEST_F_TIMEOUT(nl, log_ring_held_and_let_go, 240)
 	int ring, rx, tx, st;
 	pid_t pid;
 
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(4);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
@@ -6956,7 +6940,7 @@ TEST_F_TIMEOUT(nl, client_log_follows_the_records, 120)
 	int rx, tx, n = 0, st;
 	FILE *p;
 
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ASSERT_EQ(0, kml_load_once("modules/kml_ring/kml_ring.ko", ""));
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "add accept in udp dport 9300 log rate 1000/s burst 100"));
 	EXPECT_EQ(0, KML_CLIENT("kml-filter", "list"));
@@ -7041,7 +7025,7 @@ TEST_F_TIMEOUT(nl, log_records_see_what_the_rule_counts, 120)
 	int ring, rx, tx, gso = 1000, i;
 
 	ASSERT_NE(NULL, lr);
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(16);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
@@ -7083,7 +7067,7 @@ TEST_F_TIMEOUT(nl, log_limit_survives_an_edit, 180)
 	struct loginfo a, b;
 	int ring, rx, tx, round;
 
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(4);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
@@ -7135,7 +7119,7 @@ TEST_F_TIMEOUT(nl, log_limit_holds_across_edits_under_traffic, 300)
 	long long t0, ms;
 	pid_t flood;
 
-	ASSERT_EQ(0, lo_up());
+	ASSERT_EQ(0, kml_net_lo_up());
 	ring = log_ring(4);
 	ASSERT_LE(0, ring);
 	ASSERT_EQ(0, nl_log_attach(&self->s, self->fam, ring, &err)) TH_LOG("%s", err.msg);
