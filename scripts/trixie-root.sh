@@ -191,27 +191,27 @@ build_perf() { # $1 = SERIES (MAJOR.MINOR)
 	fi
 }
 
-perf() { # $1 = SERIES: builds what is missing, prints the command
-	[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || { echo "trixie-root.sh: perf SERIES is MAJOR.MINOR, not '$1'" >&2; return 2; }
-	mkdir -p "$top"
-	exec {lockfd}> "$top/.lock"
-	flock "$lockfd"
-	rm -rf "$top"/.root.* "$top"/.hdr-* "$top"/.perf-*
-	[[ -d $base ]] || build_base
-	[[ -d $top/perf-$1 ]] || build_perf "$1"
-	flock -u "$lockfd"
-	echo "$top/perf-$1/kmodlab-perf"
-}
-
-lower() { # $1 = ABI: builds what is missing, prints the lowerdir
+# with_layer DIR BUILD ARG: under the lock, the base system and then DIR
+# (by BUILD ARG), each built unless it is there
+with_layer() {
 	mkdir -p "$top"
 	exec {lockfd}> "$top/.lock"
 	flock "$lockfd"
 	# a run killed while building left its temporary directory
 	rm -rf "$top"/.root.* "$top"/.hdr-* "$top"/.perf-*
 	[[ -d $base ]] || build_base
-	[[ -d $top/hdr-$1 ]] || build_hdr "$1"
+	[[ -d $1 ]] || "$2" "$3"
 	flock -u "$lockfd"
+}
+
+perf() { # $1 = SERIES: builds what is missing, prints the command
+	[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] || { echo "trixie-root.sh: perf SERIES is MAJOR.MINOR, not '$1'" >&2; return 2; }
+	with_layer "$top/perf-$1" build_perf "$1"
+	echo "$top/perf-$1/kmodlab-perf"
+}
+
+lower() { # $1 = ABI: builds what is missing, prints the lowerdir
+	with_layer "$top/hdr-$1" build_hdr "$1"
 	echo "$top/hdr-$1:$base"
 }
 
