@@ -418,6 +418,16 @@ TEST_F_TIMEOUT(hello, fault_load, 600)
 		DRAIN();
 		if (ret) {
 			refused++;
+			/*
+			 * On a kernel with module BTF (the default test
+			 * kernel's, for lab bpf), a failure injected while the
+			 * loader checks the module's BTF can come back as
+			 * "Max chain length or cycle detected", -ELOOP (seen
+			 * on 6.12): the kernel's answer, which it logs, not
+			 * the module's.
+			 */
+			if (err == ELOOP && strstr(self->log, "failed to validate module [kml_hello] BTF"))
+				err = ENOMEM;
 			EXPECT_EQ(ENOMEM, err) TH_LOG("n=%u: %s", n, strerror(err));
 			ASSERT_FALSE(loaded()) TH_LOG("n=%u", n);
 			ASSERT_EQ(0, count_lines(self->log, "world", 7)) TH_LOG("n=%u", n);
