@@ -523,15 +523,18 @@ if [[ ${PROFILE:-default} == debug ]]; then
 fi
 # labs/bpf's loader and programs, where the kernel has BTF for them
 local bpf=()
-[[ ${PROFILE:-default} == default ]] && bpf=(kml_bpf_test)
+[[ ${PROFILE:-default} == default ]] && bpf=("kml_bpf_test:-F lat_text")
 guest_run selftests -- env KMODLAB_COVERAGE="$coverage_mode" \
 	scripts/guest/selftests.sh "$hello" kml_debug_test "$stats" \
 	"$sensor" "$ring" "$filter" "$probe" "${bpf[@]}"
 }
 part_tcgsingle() {
 section "text-patching selftests in a one-thread guest ($KVER $PROFILE)"
+# and lab bpf's attach while another CPU runs the function (fixture lat_text)
+local bpf=()
+[[ ${PROFILE:-default} == default ]] && bpf=("kml_bpf_test:-f lat_text")
 guest_run selftests-tcg-single --tcg-single --no-gcov -- \
-	scripts/guest/selftests.sh "kml_probe_test:-f $ptext"
+	scripts/guest/selftests.sh "kml_probe_test:-f $ptext" "${bpf[@]}"
 }
 
 part_compat32() {

@@ -109,6 +109,19 @@ fi
 # Split kml_probe's specs: probe_text tests go to a one-thread guest.
 guest=() single=()
 for s in "${specs[@]}"; do
+	# lab bpf's fixture lat_text attaches while another CPU runs the function
+	if [[ $s == kml_bpf_test:* ]]; then
+		args=${s#*:}
+		if [[ -z $args ]]; then
+			guest+=("kml_bpf_test:-F lat_text")
+			single+=("kml_bpf_test:-f lat_text")
+		elif [[ $args == *lat_text* ]]; then
+			single+=("$s")
+		else
+			guest+=("$s -F lat_text")
+		fi
+		continue
+	fi
 	if [[ $s != kml_probe_test:* ]]; then
 		guest+=("$s")
 		continue

@@ -2062,7 +2062,16 @@ TEST_F_TIMEOUT(walk, first_set_size_unprivileged, 900)
 	kml_fault_exit(&f);
 	walk_log(_metadata, "first SET_SIZE", &w);
 	ASSERT_EQ(0, ret);
-	EXPECT_GE(w.errors, 5);		/* array, 3 pages, vmap */
+	/*
+	 * array, 3 pages, vmap. Not counted on a kernel with kmemleak (the
+	 * debug profile): its hooks allocate in the allocating task, so
+	 * fail-nth counts them too, and how many of the injected failures
+	 * they take varies from run to run (3 clean errors and 14 absorbed
+	 * in one warm .ci/run, 5 or more in every other). Every error is
+	 * still checked above, and KASAN and kmemleak judge the paths.
+	 */
+	if (access("/sys/kernel/debug/kmemleak", F_OK))
+		EXPECT_GE(w.errors, 5);
 	check_sized_alone(_metadata, fd, other);
 	close(fd);
 	EXPECT_EQ(0, set_size(other, 2));
